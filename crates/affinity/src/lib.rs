@@ -1,0 +1,6 @@
+//! The deterministic brain of footprint's scheduler: topology, the reload-transient cache model,
+//! the footprint ledger, affinity policies and placement advice. No threads of its own.
+
+pub mod topology;
+
+pub use topology::{allowed_cpus, CacheDomain, NumaNode, Topology, TopologyError};

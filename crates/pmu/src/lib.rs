@@ -1,0 +1,1 @@
+//! Per-thread performance counters with honest fallbacks, and the run-time profile sampler.

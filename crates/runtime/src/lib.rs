@@ -1,0 +1,1 @@
+//! Green threads on a work-stealing pool of pinned workers.
