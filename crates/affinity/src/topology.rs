@@ -360,6 +360,10 @@ impl Topology {
         t
     }
 
+    pub(crate) fn add_warnings(&mut self, warnings: Vec<String>) {
+        self.warnings.extend(warnings);
+    }
+
     /// Online CPUs, sorted.
     pub fn cpus(&self) -> &[usize] {
         &self.cpus
