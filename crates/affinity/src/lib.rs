@@ -3,6 +3,7 @@
 
 #[cfg(feature = "hwloc")]
 mod hwloc_backend;
+pub mod reload;
 pub mod topology;
 
 pub use topology::{allowed_cpus, CacheDomain, NumaNode, Topology, TopologyError};
