@@ -1,0 +1,255 @@
+//! Tests that open perf counters. Software perf tests need `perf_event_open` to work (not
+//! blocked by seccomp or `perf_event_paranoid` 3); hardware tests need a hardware PMU. Where
+//! those are missing, `build.rs` leaves the cfg unset and cargo reports these tests as
+//! ignored, with the reason, instead of passing them.
+
+use footprint_pmu::{
+    kernel_counting_allowed, thread_cpu_time_ns, Capabilities, CounterSource, Event, PerfGroup,
+    PerfOptions, PmuError, Target, PARANOID_PATH,
+};
+
+fn spin_cpu(ms: u64) {
+    let start = thread_cpu_time_ns();
+    let mut x = 1u64;
+    while thread_cpu_time_ns() - start < ms * 1_000_000 {
+        x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
+    }
+}
+
+#[test]
+fn capability_probe_agrees_with_the_build_probe() {
+    let caps = Capabilities::probe();
+    if option_env!("FOOTPRINT_HW_PMU").is_none() {
+        assert_eq!(
+            caps.hardware_group.is_available(),
+            cfg!(footprint_hw_pmu),
+            "{caps}"
+        );
+    }
+    if option_env!("FOOTPRINT_PERF").is_none() {
+        assert_eq!(
+            caps.perf_available(Event::TaskClock),
+            cfg!(footprint_perf),
+            "{caps}"
+        );
+    }
+    if !caps.hardware_group.is_available() {
+        let reason = caps
+            .hardware_group
+            .reason()
+            .expect("a refusal has a reason");
+        assert!(!reason.is_empty());
+        if caps.pmu_devices.is_empty() {
+            assert!(
+                reason.contains("no hardware PMU: virtual machine?"),
+                "{reason}"
+            );
+        }
+        assert!(!caps.rdpmc.is_available());
+        assert!(!caps.cache_misses_available());
+    }
+    // Software counts are always countable, through perf or a fallback.
+    for e in [
+        Event::TaskClock,
+        Event::PageFaults,
+        Event::ContextSwitches,
+        Event::VoluntaryContextSwitches,
+        Event::InvoluntaryContextSwitches,
+    ] {
+        assert!(caps.event(e).unwrap().countable(), "{e}: {caps}");
+    }
+    assert_eq!(caps.events.len(), Event::ALL.len());
+    let table = caps.to_string();
+    for e in Event::ALL {
+        assert!(table.contains(e.name()), "{e} missing from\n{table}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(footprint_perf),
+    ignore = "perf_event_open refused here (seccomp or perf_event_paranoid >= 3): build.rs could not open task-clock"
+)]
+fn perf_software_group_counts_task_clock_and_page_faults() {
+    let mut g = PerfGroup::open(
+        &[Event::TaskClock, Event::PageFaults],
+        Target::CallingThread,
+        PerfOptions::default(),
+    )
+    .unwrap();
+    let a = g.read().unwrap();
+    spin_cpu(20);
+    let mut v = vec![0u8; 256 * 4096];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&v);
+    let d = g.read().unwrap().delta_since(&a);
+    assert!(d.values()[0] >= 20_000_000, "task-clock {:?}", d);
+    assert!(d.values()[1] >= 1, "page faults {:?}", d);
+    assert!(d.time_enabled_ns > 0);
+}
+
+#[test]
+#[cfg_attr(
+    not(footprint_perf),
+    ignore = "perf_event_open refused here (seccomp or perf_event_paranoid >= 3): build.rs could not open task-clock"
+)]
+fn kernel_only_events_count_or_are_refused_with_the_paranoid_value() {
+    match PerfGroup::open(
+        &[Event::ContextSwitches, Event::CpuMigrations],
+        Target::CallingThread,
+        PerfOptions::default(),
+    ) {
+        Ok(mut g) => {
+            assert!(
+                kernel_counting_allowed(),
+                "opened although kernel counting is refused"
+            );
+            let a = g.read().unwrap();
+            for _ in 0..5 {
+                let (tx, rx) = std::sync::mpsc::channel::<()>();
+                let h = std::thread::spawn(move || tx.send(()).unwrap());
+                rx.recv().unwrap();
+                h.join().unwrap();
+            }
+            // A recv that found nothing parks; even if all five found the message already
+            // there, joining a thread that has not exited yet blocks. Require at least one.
+            let d = g.read().unwrap().delta_since(&a);
+            assert!(d.values()[0] >= 1, "context switches did not move: {d:?}");
+        }
+        Err(PmuError::PermissionDenied {
+            event,
+            paranoid,
+            reason,
+        }) => {
+            assert!(!kernel_counting_allowed());
+            assert_eq!(event, Event::ContextSwitches);
+            assert!(paranoid.is_none_or(|p| p > 1));
+            assert!(reason.contains(PARANOID_PATH), "{reason}");
+            assert!(reason.contains("read 0"), "{reason}");
+            assert!(reason.contains("getrusage"), "{reason}");
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+#[test]
+fn perf_group_rejects_events_perf_does_not_have() {
+    let err = PerfGroup::open(
+        &[Event::RunDelay],
+        Target::CallingThread,
+        PerfOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, PmuError::InvalidConfig(_)), "{err}");
+    assert!(err.to_string().contains("ProcTaskSource"));
+}
+
+#[test]
+#[cfg_attr(
+    footprint_hw_pmu,
+    ignore = "this machine has a hardware PMU: the no-PMU error path cannot be exercised"
+)]
+fn without_a_pmu_the_hardware_group_is_a_typed_refusal() {
+    let err = PerfGroup::hardware(Target::CallingThread).unwrap_err();
+    assert!(
+        err.is_not_supported() || err.is_permission_denied(),
+        "expected a typed refusal, got {err:?}"
+    );
+    if footprint_pmu::hardware_pmu_devices().is_empty() && err.is_not_supported() {
+        assert!(
+            err.to_string()
+                .contains("no hardware PMU: virtual machine?"),
+            "{err}"
+        );
+    }
+}
+
+mod hardware {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(
+        not(footprint_hw_pmu),
+        ignore = "no hardware PMU here: build.rs could not open a cycles counter (see the pmu_probe example)"
+    )]
+    fn hardware_group_counts_work() {
+        let mut g = PerfGroup::hardware(Target::CallingThread).unwrap();
+        assert_eq!(g.events(), &Event::HARDWARE_GROUP);
+        let a = g.read_syscall().unwrap();
+        spin_cpu(10);
+        let d = g.read_syscall().unwrap().delta_since(&a);
+        let cycles = g.value(&d, Event::Cycles).unwrap();
+        let instructions = g.value(&d, Event::Instructions).unwrap();
+        assert!(cycles > 1_000_000, "{d:?}");
+        assert!(instructions > 1_000_000, "{d:?}");
+        assert!(d.time_running_ns > 0 && d.time_enabled_ns >= d.time_running_ns);
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(footprint_hw_pmu),
+        ignore = "no hardware PMU here: build.rs could not open a cycles counter (see the pmu_probe example)"
+    )]
+    fn rdpmc_reads_lie_between_syscall_reads() {
+        let mut g = PerfGroup::hardware(Target::CallingThread).unwrap();
+        if !g.rdpmc_usable() {
+            // Not a pass in disguise: say so, and check the documented fallback instead.
+            eprintln!("rdpmc not usable here: {}", Capabilities::probe().rdpmc);
+            assert!(g.read_rdpmc().is_none());
+            return;
+        }
+        for _ in 0..100 {
+            let a = g.read_syscall().unwrap();
+            let b = g.read_rdpmc().unwrap();
+            let c = g.read_syscall().unwrap();
+            for i in 0..a.len() {
+                let (a, b, c) = (a.values()[i], b.values()[i], c.values()[i]);
+                assert!(a <= b && b <= c, "event {i}: {a} <= {b} <= {c}");
+            }
+        }
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(footprint_hw_pmu),
+        ignore = "no hardware PMU here: build.rs could not open a cycles counter (see the pmu_probe example)"
+    )]
+    fn another_thread_by_tid_is_read_with_the_syscall() {
+        use footprint_pmu::ReadPath;
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            tid_tx.send(footprint_pmu::current_tid()).unwrap();
+            go_rx.recv().unwrap();
+            spin_cpu(10);
+            done_tx.send(()).unwrap();
+        });
+        let tid = tid_rx.recv().unwrap();
+        let mut g = PerfGroup::hardware(Target::Thread(tid)).unwrap();
+        assert_eq!(g.read_path(), ReadPath::ReadSyscall);
+        assert!(g.read_rdpmc().is_none());
+        let a = g.read().unwrap();
+        go_tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+        let d = g.read().unwrap().delta_since(&a);
+        assert!(
+            g.value(&d, Event::Instructions).unwrap() > 1_000_000,
+            "{d:?}"
+        );
+        h.join().unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(footprint_hw_pmu),
+        ignore = "no hardware PMU here: build.rs could not open a cycles counter (see the pmu_probe example)"
+    )]
+    fn capabilities_report_cache_misses() {
+        let caps = Capabilities::probe();
+        assert!(caps.hardware_group.is_available(), "{caps}");
+        assert!(caps.perf_available(Event::Cycles), "{caps}");
+    }
+}
