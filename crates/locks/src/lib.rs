@@ -1,11 +1,121 @@
 //! Informing locks, barriers and condition variables with priority classes (after
-//! Antonopoulos, Nikolopoulos and Papatheodorou), usable on plain OS threads and on the green
+//! Antonopoulos, Nikolopoulos and Papatheodorou, 002), usable on plain OS threads and on the green
 //! threads of `footprint-runtime`.
+//!
+//! # Algorithms
+//! - Locks ([`raw`]): test-and-test-and-set with exponential backoff ([`RawTtasLock`]), ticket
+//!   ([`RawTicketLock`]), MCS ([`RawMcsLock`]) and Anderson's array-based queue lock
+//!   ([`RawArrayLock`]); each implements `lock_api::RawMutex`, so [`Mutex<T>`] and friends are
+//!   `lock_api::Mutex` aliases with RAII guards.
+//! - Barriers ([`barrier`]): central sense-reversing ("incremental"), MCS tree, dissemination.
+//! - [`Condvar`], working with the guards of every mutex here.
+//!
+//! # Priority classes
+//! Every informing waiter and holder publishes its [`PriorityClass`] through the
+//! [`SchedulerHook`] of its thread: `Holder > ImmediateWaiter > Running > Waiter >
+//! BarrierWaiter`, saved before each operation and restored after it (nesting works when locks
+//! are released in reverse order of acquisition).
+//!
+//! # How waiting decides
+//! Each primitive takes a [`WaitPolicy`] type parameter: [`Informed`] (default), [`AlwaysSpin`]
+//! or [`ImmediateBlock`] (the two scheduler-oblivious baselines of 002). An informed waiter:
+//! 1. hands its processor to a ready thread of a higher class, if the hook knows one;
+//! 2. parks at once when the expected wait is long: Bellosa's rule, the mean of the lock's last
+//!    8 hold times (times the waiter's distance from the head in FIFO locks) above half of the
+//!    hook's `switch_cost_ns()`; on OS threads also when the kernel reports more runnable
+//!    threads than CPUs ([`os::oversubscribed`]);
+//! 3. otherwise spins with exponential backoff for about one switch cost, parking early if it
+//!    was preempted while spinning (its involuntary context switches grew) or the machine became
+//!    oversubscribed, and spinning longer only while the holder is seen running and not preempted.
+//!
+//! # Example
+//! ```
+//! use footprint_locks::{Barrier, Condvar, Mutex};
+//! use std::sync::Arc;
+//!
+//! let counter = Arc::new(Mutex::new(0u64));
+//! let barrier = Arc::new(Barrier::new(2));
+//! let handles: Vec<_> = (0..2)
+//!     .map(|_| {
+//!         let (c, b) = (counter.clone(), barrier.clone());
+//!         std::thread::spawn(move || {
+//!             for _ in 0..1000 {
+//!                 *c.lock() += 1;
+//!             }
+//!             b.wait().is_leader()
+//!         })
+//!     })
+//!     .collect();
+//! let leaders = handles.into_iter().filter(|_| true).map(|h| h.join().unwrap()).filter(|&l| l).count();
+//! assert_eq!(leaders, 1);
+//! assert_eq!(*counter.lock(), 2000);
+//! let _cv = Condvar::new();
+//! ```
 
+pub mod barrier;
+mod condvar;
 pub mod hook;
 pub mod os;
+pub mod raw;
+pub mod stats;
+mod sync;
+mod wait;
 
+pub use barrier::{
+    Barrier, BarrierError, BarrierWaitResult, CentralBarrier, DisseminationBarrier, TreeBarrier,
+};
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use hook::{
     current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass,
     SchedulerHook, Unpark, Unparker,
 };
+pub use raw::{RawArrayLock, RawLock, RawMcsLock, RawTicketLock, RawTtasLock};
+pub use wait::{AlwaysSpin, HeldToken, ImmediateBlock, Informed, WaitMode, WaitPolicy};
+
+/// The raw lock behind [`Mutex`] (see the README for why this algorithm).
+pub type DefaultRawLock = RawTtasLock<Informed>;
+
+#[cfg(not(loom))]
+mod aliases {
+    use super::*;
+
+    /// A mutex with the default algorithm ([`DefaultRawLock`]), informed waiting, RAII guard.
+    ///
+    /// ```
+    /// let m = footprint_locks::Mutex::new(vec![1, 2]);
+    /// m.lock().push(3);
+    /// assert_eq!(m.lock().len(), 3);
+    /// ```
+    pub type Mutex<T> = lock_api::Mutex<DefaultRawLock, T>;
+    /// Guard of [`Mutex`].
+    pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, DefaultRawLock, T>;
+
+    /// Informing TTAS mutex.
+    pub type TtasMutex<T> = lock_api::Mutex<RawTtasLock<Informed>, T>;
+    /// Informing ticket mutex (FIFO).
+    pub type TicketMutex<T> = lock_api::Mutex<RawTicketLock<Informed>, T>;
+    /// Informing MCS mutex (FIFO, local spinning).
+    pub type McsMutex<T> = lock_api::Mutex<RawMcsLock<Informed>, T>;
+    /// Informing array-based queue mutex (FIFO, 32 slots).
+    pub type ArrayMutex<T> = lock_api::Mutex<RawArrayLock<Informed>, T>;
+
+    /// Always-spin TTAS mutex (baseline).
+    pub type SpinTtasMutex<T> = lock_api::Mutex<RawTtasLock<AlwaysSpin>, T>;
+    /// Always-spin ticket mutex (baseline).
+    pub type SpinTicketMutex<T> = lock_api::Mutex<RawTicketLock<AlwaysSpin>, T>;
+    /// Always-spin MCS mutex (baseline).
+    pub type SpinMcsMutex<T> = lock_api::Mutex<RawMcsLock<AlwaysSpin>, T>;
+    /// Always-spin array mutex (baseline).
+    pub type SpinArrayMutex<T> = lock_api::Mutex<RawArrayLock<AlwaysSpin>, T>;
+
+    /// Immediate-block TTAS mutex (baseline).
+    pub type BlockTtasMutex<T> = lock_api::Mutex<RawTtasLock<ImmediateBlock>, T>;
+    /// Immediate-block ticket mutex (baseline).
+    pub type BlockTicketMutex<T> = lock_api::Mutex<RawTicketLock<ImmediateBlock>, T>;
+    /// Immediate-block MCS mutex (baseline).
+    pub type BlockMcsMutex<T> = lock_api::Mutex<RawMcsLock<ImmediateBlock>, T>;
+    /// Immediate-block array mutex (baseline).
+    pub type BlockArrayMutex<T> = lock_api::Mutex<RawArrayLock<ImmediateBlock>, T>;
+}
+#[cfg(not(loom))]
+pub use aliases::*;

@@ -1,13 +1,43 @@
-//! The OS-thread scheduler hook (placeholder: plain std park/unpark; the locks work replaces it
-//! with the informed version).
+//! The OS-thread scheduler hook: where no runtime installed a hook, the kernel is the scheduler,
+//! and a waiting thread decides between spinning and a futex park from what the kernel tells:
+//!
+//! - [`oversubscribed`]: more runnable threads than CPUs, from the running-threads field of
+//!   `/proc/loadavg` (read with `pread` on a descriptor kept open, at most once per
+//!   [`SAMPLE_INTERVAL_NS`] by whichever waiter finds the sample stale; ≈2 µs a read);
+//! - [`my_involuntary_switches`]: this thread's involuntary context switches
+//!   (`getrusage(RUSAGE_THREAD)`, ≈0.3 µs) — a spinner that gets preempted should park;
+//! - [`thread_sched_state`]: whether the thread we wait for is running and how often it was
+//!   preempted (`/proc/self/task/<tid>/status`, read once per spin budget only).
+//!
+//! Parking is `std::thread::park` (a futex on Linux); under `cfg(loom)`, loom's park.
 
 use crate::hook::{ClassCell, Placement, PriorityClass, SchedulerHook, Unpark, Unparker};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(loom)]
+use loom::thread as park_thread;
+#[cfg(not(loom))]
+use std::thread as park_thread;
+
+/// How often (at most) the run-queue signal is re-sampled, in nanoseconds.
+pub const SAMPLE_INTERVAL_NS: u64 = 2_000_000;
+
+/// Default estimate of one park plus one unpark of an OS thread, in nanoseconds (measured here:
+/// a futex wake-and-switch round trip between two threads costs 4–10 µs).
+pub const DEFAULT_SWITCH_COST_NS: u64 = 6_000;
+
+static SWITCH_COST_NS: AtomicU64 = AtomicU64::new(DEFAULT_SWITCH_COST_NS);
+
+/// Overrides the switch-cost estimate the OS hook reports (for experiments, or after measuring).
+pub fn set_switch_cost_ns(ns: u64) {
+    SWITCH_COST_NS.store(ns.max(1), Ordering::Relaxed);
+}
+
 struct OsHook;
 
-struct OsUnpark(std::thread::Thread);
+struct OsUnpark(park_thread::Thread);
 
 impl Unpark for OsUnpark {
     fn unpark(&self, _hint: Placement) {
@@ -15,41 +45,99 @@ impl Unpark for OsUnpark {
     }
 }
 
+struct OsThreadState {
+    class: ClassCell,
+    unparker: Unparker,
+    tid: i32,
+}
+
+fn new_state() -> OsThreadState {
+    OsThreadState {
+        class: ClassCell::new(PriorityClass::Running),
+        unparker: Unparker::new(Arc::new(OsUnpark(park_thread::current()))),
+        tid: gettid(),
+    }
+}
+
+#[cfg(not(loom))]
 std::thread_local! {
-    static CLASS: ClassCell = const { ClassCell::new(PriorityClass::Running) };
-    static UNPARKER: Unparker = Unparker::new(Arc::new(OsUnpark(std::thread::current())));
+    static STATE: OsThreadState = new_state();
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static STATE: OsThreadState = new_state();
+}
+
+fn gettid() -> i32 {
+    if cfg!(loom) {
+        return 0;
+    }
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// The kernel thread id of the calling OS thread (0 under loom).
+pub fn current_tid() -> i32 {
+    STATE.with(|s| s.tid)
 }
 
 impl SchedulerHook for OsHook {
     fn class_cell(&self) -> &ClassCell {
-        // SAFETY: the thread-local lives as long as the current OS thread, which is the contract.
-        CLASS.with(|c| unsafe { &*(c as *const ClassCell) })
+        // SAFETY: the thread-local lives as long as the current OS thread, which is the
+        // contract of `class_cell`; it is never moved.
+        STATE.with(|s| unsafe { &*(&s.class as *const ClassCell) })
     }
-    fn higher_class_ready(&self, _than: PriorityClass) -> bool {
-        false
+
+    fn higher_class_ready(&self, than: PriorityClass) -> bool {
+        // The kernel does not know our classes; what it tells is that runnable threads wait for
+        // a CPU. A lock or barrier waiter (below Running) then gives way: the runnable threads
+        // are running, holding or next in line, all of a higher class.
+        than < PriorityClass::Running && oversubscribed()
     }
-    fn yield_to_higher(&self, _than: PriorityClass) -> bool {
-        false
+
+    fn yield_to_higher(&self, than: PriorityClass) -> bool {
+        if self.higher_class_ready(than) {
+            crate::sync::os_yield();
+            true
+        } else {
+            false
+        }
     }
+
     fn yield_now(&self) {
-        std::thread::yield_now()
+        crate::sync::os_yield()
     }
+
     fn current_unparker(&self) -> Unparker {
-        UNPARKER.with(|u| u.clone())
+        STATE.with(|s| s.unparker.clone())
     }
+
     fn park(&self) {
-        std::thread::park()
+        park_thread::park()
     }
+
     fn park_timeout(&self, timeout: Duration) -> bool {
-        let start = std::time::Instant::now();
-        std::thread::park_timeout(timeout);
-        start.elapsed() < timeout
+        #[cfg(loom)]
+        {
+            // loom has no timed park: model the timeout as an immediate spurious return.
+            let _ = timeout;
+            park_thread::yield_now();
+            false
+        }
+        #[cfg(not(loom))]
+        {
+            let start = std::time::Instant::now();
+            std::thread::park_timeout(timeout);
+            start.elapsed() < timeout
+        }
     }
+
     fn worker_id(&self) -> Option<usize> {
         None
     }
+
     fn switch_cost_ns(&self) -> u64 {
-        5_000
+        SWITCH_COST_NS.load(Ordering::Relaxed)
     }
 }
 
@@ -58,4 +146,158 @@ static OS_HOOK: OsHook = OsHook;
 /// The hook used on threads where none is installed.
 pub fn os_hook() -> &'static dyn SchedulerHook {
     &OS_HOOK
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel signals.
+
+static OVERSUBSCRIBED: AtomicBool = AtomicBool::new(false);
+static SAMPLED_AT_NS: AtomicU64 = AtomicU64::new(0);
+static FORCED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Forces [`oversubscribed`] to answer `Some(value)` (tests and experiments), or `None` to go
+/// back to sampling the kernel.
+pub fn force_oversubscribed(value: Option<bool>) {
+    FORCED.store(
+        match value {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// Whether more threads are runnable than there are CPUs for this process (sampled at most
+/// every [`SAMPLE_INTERVAL_NS`]).
+pub fn oversubscribed() -> bool {
+    match FORCED.load(Ordering::Relaxed) {
+        1 => return false,
+        2 => return true,
+        _ => {}
+    }
+    if cfg!(loom) {
+        return false;
+    }
+    let now = crate::stats::now_ns();
+    let at = SAMPLED_AT_NS.load(Ordering::Relaxed);
+    if now.saturating_sub(at) > SAMPLE_INTERVAL_NS
+        && SAMPLED_AT_NS
+            .compare_exchange(at, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        if let Some(running) = runnable_threads() {
+            OVERSUBSCRIBED.store(running > cpus(), Ordering::Relaxed);
+        }
+    }
+    OVERSUBSCRIBED.load(Ordering::Relaxed)
+}
+
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Runnable threads on the machine now (the kernel's `nr_running`, from `/proc/loadavg`).
+pub fn runnable_threads() -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    static LOADAVG: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let file = LOADAVG
+        .get_or_init(|| std::fs::File::open("/proc/loadavg").ok())
+        .as_ref()?;
+    let mut buf = [0u8; 128];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    parse_loadavg_running(std::str::from_utf8(&buf[..n]).ok()?)
+}
+
+/// Parses the running-threads count out of a `/proc/loadavg` line
+/// (`"0.52 0.58 0.59 3/467 12345"` → 3).
+pub fn parse_loadavg_running(line: &str) -> Option<usize> {
+    let field = line.split_whitespace().nth(3)?;
+    field.split('/').next()?.parse().ok()
+}
+
+/// This OS thread's involuntary context switches so far (0 where unavailable).
+pub fn my_involuntary_switches() -> u64 {
+    if cfg!(loom) {
+        return 0;
+    }
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a valid, writable rusage; RUSAGE_THREAD is supported on Linux ≥ 2.6.26.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return 0;
+    }
+    // SAFETY: getrusage succeeded and filled the struct.
+    unsafe { usage.assume_init() }.ru_nivcsw as u64
+}
+
+/// What the kernel says about one thread of this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadSchedState {
+    /// State `R`: running or runnable (waiting for a CPU).
+    pub running: bool,
+    /// Its involuntary context switches so far (it was preempted this often).
+    pub involuntary_switches: u64,
+}
+
+/// Reads `/proc/self/task/<tid>/status` (≈5 µs; call rarely). `None` when the thread is gone or
+/// the file is unreadable.
+pub fn thread_sched_state(tid: i32) -> Option<ThreadSchedState> {
+    if tid <= 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    parse_status(&text)
+}
+
+/// Parses the `State:` and `nonvoluntary_ctxt_switches:` lines of a `/proc/.../status` file.
+pub fn parse_status(text: &str) -> Option<ThreadSchedState> {
+    let mut running = None;
+    let mut invol = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("State:") {
+            running = Some(rest.trim_start().starts_with('R'));
+        } else if let Some(rest) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+            invol = rest.trim().parse().ok();
+        }
+    }
+    Some(ThreadSchedState {
+        running: running?,
+        involuntary_switches: invol?,
+    })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_loadavg() {
+        assert_eq!(parse_loadavg_running("0.52 0.58 0.59 3/467 12345\n"), Some(3));
+        assert_eq!(parse_loadavg_running("garbage"), None);
+    }
+
+    #[test]
+    fn parses_status() {
+        let s = "Name:\tx\nState:\tR (running)\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t7\n";
+        assert_eq!(
+            parse_status(s),
+            Some(ThreadSchedState {
+                running: true,
+                involuntary_switches: 7
+            })
+        );
+        let s = "State:\tS (sleeping)\nnonvoluntary_ctxt_switches:\t0\n";
+        assert_eq!(parse_status(s).map(|s| s.running), Some(false));
+        assert_eq!(parse_status("State:\tR\n"), None);
+    }
+
+    #[test]
+    fn reads_own_thread_state() {
+        let s = thread_sched_state(current_tid()).expect("own status readable");
+        assert!(s.running, "the calling thread is running");
+        assert!(runnable_threads().unwrap_or(1) >= 1);
+    }
 }

@@ -1,0 +1,71 @@
+//! Central sense-reversing ("incremental") barrier.
+
+use super::{BarrierCore, BarrierError, BarrierWaitResult};
+use crate::sync::Ordering;
+use crate::wait::{Informed, WaitPolicy};
+use std::marker::PhantomData;
+
+const KIND: &str = "CentralBarrier";
+
+/// Central sense-reversing barrier: each arrival increments one counter; the last of a phase
+/// flips the shared sense (here: advances the released-phase counter, whose parity is the sense)
+/// and wakes the parked waiters. O(1) space; all waiters watch one word. The last arriver is the
+/// leader.
+///
+/// ```
+/// let b = std::sync::Arc::new(footprint_locks::CentralBarrier::<footprint_locks::Informed>::new(2));
+/// let b2 = b.clone();
+/// let t = std::thread::spawn(move || b2.wait().is_leader());
+/// let me = b.wait().is_leader();
+/// assert!(me ^ t.join().unwrap());
+/// ```
+pub struct CentralBarrier<W: WaitPolicy = Informed> {
+    core: BarrierCore,
+    _policy: PhantomData<W>,
+}
+
+impl<W: WaitPolicy> CentralBarrier<W> {
+    /// A barrier for `n` threads per phase.
+    ///
+    /// # Panics
+    /// When `n` is 0 (use [`try_new`](Self::try_new) for a typed error).
+    pub fn new(n: usize) -> Self {
+        Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A barrier for `n` threads per phase; `n = 0` is an error.
+    pub fn try_new(n: usize) -> Result<Self, BarrierError> {
+        Ok(CentralBarrier {
+            core: BarrierCore::new(n)?,
+            _policy: PhantomData,
+        })
+    }
+
+    /// Participants per phase.
+    pub fn participants(&self) -> usize {
+        self.core.n
+    }
+
+    /// Waits until `n` threads have called `wait` in this phase.
+    pub fn wait(&self) -> BarrierWaitResult {
+        let c = &self.core;
+        let a = c.arrive::<W>(KIND);
+        let leader = a.index == c.n - 1;
+        if leader {
+            c.complete(&a);
+            c.queue.notify_all();
+        } else {
+            let target = a.phase + 1;
+            c.wait_for::<W>(&a, 0, KIND, &mut || {
+                c.released.load(Ordering::Acquire) >= target
+            });
+        }
+        c.depart(a, leader)
+    }
+}
+
+impl<W: WaitPolicy> std::fmt::Debug for CentralBarrier<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.core.fmt(f)
+    }
+}

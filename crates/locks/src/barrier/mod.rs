@@ -1,0 +1,197 @@
+//! Barriers: central sense-reversing ("incremental"), MCS tree, dissemination.
+//!
+//! All three have std's shape — `new(n)`, `wait() -> BarrierWaitResult` with exactly one leader
+//! per phase — and are reusable across phases.
+//!
+//! **Participant index.** Tree and dissemination barriers need a distinct index per thread in
+//! each phase. Instead of asking the caller for one, every arrival takes a ticket from one counter:
+//! `phase = ticket / n`, `index = ticket % n`. The ticket costs one atomic increment per arrival;
+//! all waiting is on per-index flags as the algorithms prescribe.
+//!
+//! **Wrong use.** `n = 0` is a [`BarrierError`] from `try_new` (and a panic from `new`, with the
+//! same message). A thread that arrives while the previous phase has not released its threads
+//! yet is an (n+1)-th arrival of that phase: it panics with a message saying so, and the barrier
+//! is poisoned so that the other waiters panic too instead of hanging. An extra thread that
+//! arrives after a phase ended counts for the next phase, as with `std::sync::Barrier`.
+//!
+//! Waiters publish `BarrierWaiter` and wait under the barrier's [`WaitPolicy`]; the informed
+//! expected wait is the mean of the last 8 phase lengths scaled by the arrivals still missing.
+
+use crate::hook::PriorityClass;
+use crate::stats;
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::wait::{wait_until, ClassScope, HoldHistory, WaitFor, WaitPolicy, WaitQueue};
+use crossbeam_utils::CachePadded;
+use std::fmt;
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+
+mod central;
+mod dissemination;
+mod tree;
+
+pub use central::CentralBarrier;
+pub use dissemination::DisseminationBarrier;
+pub use tree::TreeBarrier;
+
+/// The default barrier (central sense-reversing, informed waiting): see the README for why.
+pub type Barrier = CentralBarrier<crate::Informed>;
+
+/// A barrier could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BarrierError {
+    /// `n` was 0.
+    ZeroParticipants,
+}
+
+impl fmt::Display for BarrierError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BarrierError::ZeroParticipants => write!(
+                f,
+                "a barrier needs at least 1 participant, got n = 0: pass the number of threads that \
+                 call wait() in each phase"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BarrierError {}
+
+/// What [`wait`](CentralBarrier::wait) returns: one thread per phase is the leader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BarrierWaitResult {
+    leader: bool,
+}
+
+impl BarrierWaitResult {
+    /// Whether this thread is the phase's leader (exactly one per phase).
+    pub fn is_leader(&self) -> bool {
+        self.leader
+    }
+}
+
+/// State shared by the three algorithms: the arrival ticket, the phases released, poisoning,
+/// the parking queue and the phase-length history.
+pub(crate) struct BarrierCore {
+    pub(crate) n: usize,
+    arrivals: CachePadded<AtomicUsize>,
+    /// Phases whose threads have been (or are being) released.
+    pub(crate) released: CachePadded<AtomicUsize>,
+    poisoned: AtomicBool,
+    pub(crate) queue: WaitQueue,
+    history: HoldHistory,
+    phase_start_ns: StdAtomicU64,
+}
+
+/// One arrival.
+pub(crate) struct Arrival {
+    pub(crate) phase: usize,
+    pub(crate) index: usize,
+    scope: ClassScope,
+    start_ns: u64,
+}
+
+impl BarrierCore {
+    pub(crate) fn new(n: usize) -> Result<BarrierCore, BarrierError> {
+        if n == 0 {
+            return Err(BarrierError::ZeroParticipants);
+        }
+        Ok(BarrierCore {
+            n,
+            arrivals: CachePadded::new(AtomicUsize::new(0)),
+            released: CachePadded::new(AtomicUsize::new(0)),
+            poisoned: AtomicBool::new(false),
+            queue: WaitQueue::new(),
+            history: HoldHistory::default(),
+            phase_start_ns: StdAtomicU64::new(0),
+        })
+    }
+
+    /// Takes a ticket; panics on an extra arrival (see the module docs).
+    pub(crate) fn arrive<W: WaitPolicy>(&self, kind: &str) -> Arrival {
+        let scope = ClassScope::enter::<W>();
+        let ticket = self.arrivals.fetch_add(1, Ordering::AcqRel);
+        let phase = ticket / self.n;
+        let index = ticket % self.n;
+        self.check_poison(kind);
+        if self.released.load(Ordering::Acquire) < phase {
+            self.poisoned.store(true, Ordering::SeqCst);
+            self.queue.notify_all();
+            panic!(
+                "{kind}: more than n = {} threads arrived in one phase (this arrival would start \
+                 phase {phase} before phase {} released its threads); the barrier is now poisoned. \
+                 Build it with the number of threads that call wait() in each phase",
+                self.n,
+                phase - 1
+            );
+        }
+        let start_ns = stats::now_ns();
+        if index == 0 {
+            self.phase_start_ns.store(start_ns, Ordering::Relaxed);
+        }
+        scope.publish(PriorityClass::BarrierWaiter);
+        Arrival {
+            phase,
+            index,
+            scope,
+            start_ns,
+        }
+    }
+
+    fn check_poison(&self, kind: &str) {
+        if self.poisoned.load(Ordering::Acquire) {
+            panic!(
+                "{kind} is poisoned: a thread arrived beyond its n = {} participants in one phase",
+                self.n
+            );
+        }
+    }
+
+    /// Waits until `ready()` (or poisoning) under policy `W`, parked under `key`.
+    pub(crate) fn wait_for<W: WaitPolicy>(
+        &self,
+        a: &Arrival,
+        key: usize,
+        kind: &str,
+        ready: &mut dyn FnMut() -> bool,
+    ) {
+        let missing = self.n - a.index;
+        let w = WaitFor {
+            queue: &self.queue,
+            key,
+            expected_ns: self.history.mean_ns() * missing as u64 / self.n as u64,
+            holder_tid: 0,
+            class: PriorityClass::BarrierWaiter,
+        };
+        wait_until::<W>(&w, &mut || ready() || self.poisoned.load(Ordering::Relaxed));
+        self.check_poison(kind);
+    }
+
+    /// Records that `a.phase` is complete (called once per phase, before releasing anyone).
+    pub(crate) fn complete(&self, a: &Arrival) {
+        let start = self.phase_start_ns.load(Ordering::Relaxed);
+        if start != 0 {
+            self.history.record(stats::now_ns().saturating_sub(start));
+        }
+        self.released.fetch_max(a.phase + 1, Ordering::SeqCst);
+    }
+
+    /// Departure bookkeeping: wait time, class restore.
+    pub(crate) fn depart(&self, a: Arrival, leader: bool) -> BarrierWaitResult {
+        let waited = stats::now_ns().saturating_sub(a.start_ns);
+        if waited > 0 {
+            stats::add_barrier_wait(waited);
+        }
+        a.scope.restore();
+        BarrierWaitResult { leader }
+    }
+}
+
+impl fmt::Debug for BarrierCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Barrier")
+            .field("n", &self.n)
+            .field("phases_released", &self.released.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}

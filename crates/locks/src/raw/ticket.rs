@@ -1,0 +1,140 @@
+//! Ticket lock: FIFO by a take-a-number counter.
+
+use super::{impl_raw_mutex, RawLock};
+use crate::hook::PriorityClass;
+use crate::stats::LockTimesSnapshot;
+use crate::sync::{AtomicU32, Ordering};
+use crate::wait::{wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy};
+use crossbeam_utils::CachePadded;
+use std::marker::PhantomData;
+
+/// Ticket lock: an arriving thread takes the next ticket and waits until `serving` reaches it;
+/// FIFO. The waiter whose ticket is next publishes `ImmediateWaiter` (it promotes itself: only
+/// the owner writes its class here, so no atomic update is needed); the others `Waiter`.
+/// A releaser wakes exactly the parked thread whose ticket is now served. The expected wait of
+/// a waiter is its distance to the head times the mean hold time.
+pub struct RawTicketLock<W: WaitPolicy = Informed> {
+    next: CachePadded<AtomicU32>,
+    serving: AtomicU32,
+    meta: LockMeta,
+    _policy: PhantomData<W>,
+}
+
+impl<W: WaitPolicy> RawTicketLock<W> {
+    /// An unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawTicketLock {
+            next: CachePadded::new(AtomicU32::new(0)),
+            serving: AtomicU32::new(0),
+            meta: LockMeta::new(),
+            _policy: PhantomData,
+        }
+    }
+
+    /// An unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawTicketLock {
+            next: CachePadded::new(AtomicU32::new(0)),
+            serving: AtomicU32::new(0),
+            meta: LockMeta::new(),
+            _policy: PhantomData,
+        }
+    }
+
+    #[cold]
+    fn lock_slow(&self, scope: ClassScope, my: u32, serving: u32) -> HeldToken {
+        self.meta.history.start_sampling();
+        let ahead = my.wrapping_sub(serving);
+        let class = if ahead == 1 {
+            PriorityClass::ImmediateWaiter
+        } else {
+            PriorityClass::Waiter
+        };
+        scope.publish(class);
+        let w = WaitFor {
+            queue: &self.meta.queue,
+            key: my as usize,
+            expected_ns: self.meta.history.mean_ns() * ahead as u64,
+            holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+            class,
+        };
+        let cell = scope.cell();
+        let mut promoted = ahead == 1;
+        let waited = wait_until::<W>(&w, &mut || {
+            let s = self.serving.load(Ordering::Acquire);
+            if s == my {
+                return true;
+            }
+            if !promoted && s.wrapping_add(1) == my {
+                promoted = true;
+                if let Some(c) = cell {
+                    c.set(PriorityClass::ImmediateWaiter);
+                }
+            }
+            false
+        });
+        self.meta.times.add_wait(waited);
+        scope.into_held(&self.meta)
+    }
+}
+
+impl<W: WaitPolicy> Default for RawTicketLock<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: a thread enters only when `serving` equals its unique ticket (Acquire load); the holder
+// releases by advancing `serving` (Release or SeqCst).
+unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
+    #[inline]
+    fn lock(&self) -> HeldToken {
+        let scope = ClassScope::enter::<W>();
+        let my = self.next.fetch_add(1, Ordering::Relaxed);
+        let serving = self.serving.load(Ordering::Acquire);
+        if serving == my {
+            return scope.into_held(&self.meta);
+        }
+        self.lock_slow(scope, my, serving)
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<HeldToken> {
+        let scope = ClassScope::enter::<W>();
+        let s = self.serving.load(Ordering::Acquire);
+        self.next
+            .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| scope.into_held(&self.meta))
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, token: HeldToken) {
+        token.releasing(&self.meta);
+        if W::MODE == WaitMode::Spin {
+            // Only the holder writes `serving`.
+            let s = self.serving.load(Ordering::Relaxed);
+            self.serving.store(s.wrapping_add(1), Ordering::Release);
+        } else {
+            let now = self.serving.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+            self.meta.queue.notify_key(now as usize);
+        }
+        token.released();
+    }
+
+    fn is_locked(&self) -> bool {
+        self.next.load(Ordering::Relaxed) != self.serving.load(Ordering::Relaxed)
+    }
+
+    fn times(&self) -> LockTimesSnapshot {
+        self.meta.times.snapshot()
+    }
+
+    fn mean_hold_ns(&self) -> u64 {
+        self.meta.history.mean_ns()
+    }
+}
+
+impl_raw_mutex!(RawTicketLock);
