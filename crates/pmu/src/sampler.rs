@@ -318,6 +318,9 @@ fn add(acc: &mut Option<u64>, x: Option<u64>) {
     }
 }
 
+/// A callback run with each completed decision window.
+type WindowCallback = Box<dyn FnMut(&WindowSummary) + Send>;
+
 /// The sampler: takes snapshots from a [`ProfileSource`] and turns each pair into an
 /// [`IntervalProfile`]. Driven explicitly with [`sample_now`](ProfileSampler::sample_now)
 /// (deterministic tests, or a caller with its own clock), or on its own thread with
@@ -346,7 +349,7 @@ pub struct ProfileSampler {
     history: VecDeque<IntervalProfile>,
     seq: u64,
     since_window: usize,
-    on_window: Vec<Box<dyn FnMut(&WindowSummary) + Send>>,
+    on_window: Vec<WindowCallback>,
     prev_index: HashMap<Tid, usize>,
 }
 
@@ -776,5 +779,55 @@ fn run(shared: &Shared, interval: Duration) {
         };
         drop(c);
         shared.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn stat_of_nothing_is_none() {
+        assert!(Stat::of(std::iter::empty()).is_none());
+        let s = Stat::of([4.0]).unwrap();
+        assert_eq!(
+            (s.n, s.mean, s.std_dev, s.min, s.max),
+            (1, 4.0, 0.0, 4.0, 4.0)
+        );
+    }
+
+    proptest! {
+        // Oracle: mean and variance through E[x²] − E[x]² in 128-bit integers, exact for
+        // integer data.
+        #[test]
+        fn stat_matches_an_exact_integer_oracle(xs in proptest::collection::vec(-1_000_000i64..1_000_000, 1..50)) {
+            let n = xs.len() as i128;
+            let sum: i128 = xs.iter().map(|&x| x as i128).sum();
+            let sum_sq: i128 = xs.iter().map(|&x| (x as i128) * (x as i128)).sum();
+            let mean = sum as f64 / n as f64;
+            let var = (n * sum_sq - sum * sum) as f64 / (n * n) as f64;
+            let s = Stat::of(xs.iter().map(|&x| x as f64)).unwrap();
+            prop_assert_eq!(s.n, xs.len());
+            prop_assert!((s.mean - mean).abs() <= 1e-9 * (1.0 + mean.abs()));
+            prop_assert!((s.std_dev - var.sqrt()).abs() <= 1e-6 * (1.0 + var.sqrt()));
+            prop_assert_eq!(s.min, *xs.iter().min().unwrap() as f64);
+            prop_assert_eq!(s.max, *xs.iter().max().unwrap() as f64);
+            prop_assert!(s.min <= s.mean && s.mean <= s.max);
+        }
+
+        #[test]
+        fn rates_scale_with_the_interval(
+            cpu in 0u64..10_000_000_000, vol in 0u64..100_000, wall_ms in 1u64..10_000,
+        ) {
+            let prev = TaskCounts::default();
+            let cur = TaskCounts { cpu_ns: cpu, voluntary_switches: vol, ..TaskCounts::default() };
+            let wall = wall_ms * 1_000_000;
+            let r = task_rates(&cur, &prev, wall).unwrap();
+            prop_assert!((r.cpu_utilisation - cpu as f64 / wall as f64).abs() < 1e-12 * (1.0 + r.cpu_utilisation));
+            prop_assert!((r.voluntary_switches_per_s * wall_ms as f64 / 1000.0 - vol as f64).abs() < 1e-6 * (1.0 + vol as f64));
+            // Going backwards is never a rate.
+            prop_assert!(task_rates(&prev, &cur, wall).is_none() || (cpu == 0 && vol == 0));
+        }
     }
 }
