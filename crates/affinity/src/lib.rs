@@ -3,6 +3,8 @@
 
 #[cfg(feature = "hwloc")]
 mod hwloc_backend;
+pub mod ledger;
+pub mod policy;
 pub mod reload;
 pub mod topology;
 

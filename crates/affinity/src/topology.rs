@@ -360,6 +360,7 @@ impl Topology {
         t
     }
 
+    #[cfg(feature = "hwloc")]
     pub(crate) fn add_warnings(&mut self, warnings: Vec<String>) {
         self.warnings.extend(warnings);
     }

@@ -1,0 +1,694 @@
+//! Affinity policies (004 Table 3.3): which ready thread a worker runs next.
+//!
+//! A policy turns a thread's history into a `u64` **ordering key for a worker's ready threads:
+//! smaller keys run first**. The runtime keeps one [`ThreadAffinity`] per green thread and one
+//! [`WorkerAffinity`] per worker, and calls
+//! - [`AffinityPolicy::on_stop`]`(&mut thread, misses, &worker)` when a thread stops running on
+//!   a worker (blocks, yields, is preempted), with the cache misses of that run if a PMU counted
+//!   them (`None` otherwise), and
+//! - [`AffinityPolicy::key`]`(&thread, &worker)` when the thread becomes ready for `worker`
+//!   (possibly on another worker's OS thread: everything a key reads is either the thread's own
+//!   record or an atomic), and orders `worker`'s ready structure by it. Keys are computed once at
+//!   enqueue; 004 notes the order among ready threads does not change as others arrive.
+//!
+//! | policy | key (smaller first) | needs |
+//! | --- | --- | --- |
+//! | [`NoAffinity`] | LIFO: `u64::MAX −` an enqueue stamp of this worker | nothing |
+//! | [`VirtualTime`] | `u64::MAX −` the stamp this worker gave the thread at its last stop (most recent first); threads last run elsewhere get `u64::MAX` | nothing |
+//! | [`MinMisses`] | misses in the last run | miss counts |
+//! | [`MissSum`] | cumulative misses, halved every [`MISS_SUM_HALF_LIFE`] scheduling operations of the worker | miss counts |
+//! | [`ReloadTransient`] | expected misses to rebuild the footprint in this worker's cache, in 1/256 misses | miss counts, a ledger |
+//!
+//! Policies that need miss counts use the [`VirtualTime`] key for a thread whose last run was not
+//! counted (no PMU, or the counter failed): on a machine without counters they order exactly like
+//! virtual time. [`Policy::auto`] picks ReloadTransient when cache misses can be counted and
+//! VirtualTime otherwise, and says which it picked.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use footprint_affinity::ledger::Ledger;
+//! use footprint_affinity::policy::{AffinityPolicy, Policy, PolicyKind, ThreadAffinity, WorkerAffinity};
+//! use footprint_affinity::Topology;
+//!
+//! let topo = Topology::detect();
+//! let ledger = Arc::new(Ledger::for_last_level(&topo));
+//! let worker = WorkerAffinity::new(0, Some(topo.cpus()[0]), ledger);
+//! let policy = Policy::auto(false);                // no PMU here
+//! assert_eq!(policy.kind(), PolicyKind::VirtualTime);
+//! println!("{policy}");                            // "VirtualTime (auto: no cache-miss counts)"
+//!
+//! let (mut a, mut b) = (ThreadAffinity::new(), ThreadAffinity::new());
+//! policy.on_stop(&mut a, None, &worker);
+//! policy.on_stop(&mut b, None, &worker);          // b ran more recently on this worker
+//! assert!(policy.key(&b, &worker) < policy.key(&a, &worker));
+//! ```
+
+use crate::ledger::{DomainId, Footprint, Ledger};
+use crate::reload::ReloadTable;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// [`MissSum`] halves a thread's cumulative misses every this many scheduling operations
+/// (stops) of the worker it last ran on.
+pub const MISS_SUM_HALF_LIFE: u64 = 32;
+
+/// Fixed-point scale of [`ReloadTransient`] keys: 256 key units per expected miss.
+pub const RELOAD_KEY_SCALE: f64 = 256.0;
+
+const NO_WORKER: u32 = u32::MAX;
+
+/// The five strategies of 004 Table 3.3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PolicyKind {
+    /// LIFO, no affinity.
+    NoAffinity,
+    /// Most recently run on this worker first.
+    VirtualTime,
+    /// Fewest misses in the last run first.
+    MinMisses,
+    /// Smallest aged cumulative miss count first.
+    MissSum,
+    /// Smallest reload transient (Markov model) first.
+    ReloadTransient,
+}
+
+impl PolicyKind {
+    /// Every kind, in Table 3.3's order.
+    pub const ALL: [PolicyKind; 5] = [
+        PolicyKind::NoAffinity,
+        PolicyKind::VirtualTime,
+        PolicyKind::MinMisses,
+        PolicyKind::MissSum,
+        PolicyKind::ReloadTransient,
+    ];
+
+    /// True for the strategies that need cache-miss counts.
+    pub fn needs_miss_counts(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::MinMisses | PolicyKind::MissSum | PolicyKind::ReloadTransient
+        )
+    }
+
+    /// The name, as in Table 3.3.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::NoAffinity => "NoAffinity",
+            PolicyKind::VirtualTime => "VirtualTime",
+            PolicyKind::MinMisses => "MinMisses",
+            PolicyKind::MissSum => "MissSum",
+            PolicyKind::ReloadTransient => "ReloadTransient",
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A policy name that [`PolicyKind::from_str`](std::str::FromStr) does not know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPolicy(pub String);
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown affinity policy {:?}: use one of auto, no-affinity, virtual-time, \
+             min-misses, miss-sum, reload-transient",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+impl std::str::FromStr for PolicyKind {
+    type Err = UnknownPolicy;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let norm: String = s
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        Ok(match norm.as_str() {
+            "noaffinity" | "lifo" => PolicyKind::NoAffinity,
+            "virtualtime" | "vt" => PolicyKind::VirtualTime,
+            "minmisses" | "minimummisses" => PolicyKind::MinMisses,
+            "misssum" | "cachemisssum" => PolicyKind::MissSum,
+            "reloadtransient" | "rt" => PolicyKind::ReloadTransient,
+            _ => return Err(UnknownPolicy(s.to_string())),
+        })
+    }
+}
+
+/// Per-worker state: the worker's id, its cache domain in the ledger, and its counters. Shared
+/// by reference: wakers on other workers compute keys for this worker.
+#[derive(Debug)]
+pub struct WorkerAffinity {
+    id: u32,
+    domain: Option<DomainId>,
+    ledger: Arc<Ledger>,
+    /// Scheduling operations (stops) on this worker: the virtual-time clock and MissSum's age.
+    ops: AtomicU64,
+    /// Enqueue stamps for LIFO.
+    enqueues: AtomicU64,
+}
+
+impl WorkerAffinity {
+    /// State for worker `id` pinned to `cpu` (`None`: unpinned, no cache domain).
+    ///
+    /// # Panics
+    /// If `id` does not fit in a `u32` minus one (four billion workers).
+    pub fn new(id: usize, cpu: Option<usize>, ledger: Arc<Ledger>) -> WorkerAffinity {
+        let id = u32::try_from(id)
+            .ok()
+            .filter(|&i| i != NO_WORKER)
+            .expect("worker id below u32::MAX");
+        WorkerAffinity {
+            id,
+            domain: cpu.and_then(|c| ledger.domain_of_cpu(c)),
+            ledger,
+            ops: AtomicU64::new(0),
+            enqueues: AtomicU64::new(0),
+        }
+    }
+
+    /// The worker's id.
+    pub fn id(&self) -> usize {
+        self.id as usize
+    }
+
+    /// Its cache domain in the ledger (`None`: unpinned or no cache information).
+    pub fn domain(&self) -> Option<DomainId> {
+        self.domain
+    }
+
+    /// The ledger it reads.
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+
+    /// Scheduling operations (stops) recorded on this worker so far.
+    pub fn operations(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+}
+
+/// Per-green-thread state (64 bytes, `Copy`): its last worker, virtual-time stamp, miss
+/// history and footprint.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThreadAffinity {
+    last_worker: u32,
+    counted: bool,
+    vt_stamp: u64,
+    last_misses: u64,
+    miss_sum: u64,
+    miss_sum_stamp: u64,
+    footprint: Footprint,
+}
+
+impl Default for ThreadAffinity {
+    fn default() -> Self {
+        ThreadAffinity::new()
+    }
+}
+
+impl ThreadAffinity {
+    /// A thread that never ran.
+    pub const fn new() -> ThreadAffinity {
+        ThreadAffinity {
+            last_worker: NO_WORKER,
+            counted: false,
+            vt_stamp: 0,
+            last_misses: 0,
+            miss_sum: 0,
+            miss_sum_stamp: 0,
+            footprint: Footprint::NONE,
+        }
+    }
+
+    /// The worker it last stopped on.
+    pub fn last_worker(&self) -> Option<usize> {
+        (self.last_worker != NO_WORKER).then_some(self.last_worker as usize)
+    }
+
+    /// Misses in the last run, if they were counted.
+    pub fn last_misses(&self) -> Option<u64> {
+        self.counted.then_some(self.last_misses)
+    }
+
+    /// The cumulative miss sum as of the last stop (before aging since).
+    pub fn miss_sum(&self) -> u64 {
+        self.miss_sum
+    }
+
+    /// The footprint left at the last stop.
+    pub fn footprint(&self) -> &Footprint {
+        &self.footprint
+    }
+
+    /// Records a stop on `worker` after a run with `misses` cache misses (`None`: not counted).
+    /// Every policy's [`AffinityPolicy::on_stop`] does this; it updates the state of all five
+    /// strategies, so the policy can change between runs.
+    pub fn record_stop(&mut self, misses: Option<u64>, worker: &WorkerAffinity) {
+        let ops = worker.ops.fetch_add(1, Ordering::Relaxed) + 1;
+        let same_worker = self.last_worker == worker.id;
+        self.vt_stamp = ops;
+        match misses {
+            Some(n) => {
+                if same_worker {
+                    let halvings = ops.saturating_sub(self.miss_sum_stamp) / MISS_SUM_HALF_LIFE;
+                    self.miss_sum = self.miss_sum.checked_shr(halvings as u32).unwrap_or(0);
+                    self.miss_sum_stamp += halvings * MISS_SUM_HALF_LIFE;
+                } else {
+                    self.miss_sum_stamp = ops;
+                }
+                self.miss_sum = self.miss_sum.saturating_add(n);
+                self.last_misses = n;
+                self.counted = true;
+                match worker.domain {
+                    Some(d) => self.footprint.record_run(&worker.ledger, d, n),
+                    None => self.footprint.clear(),
+                }
+            }
+            None => {
+                self.counted = false;
+                self.footprint.clear();
+            }
+        }
+        self.last_worker = worker.id;
+    }
+
+    #[inline]
+    fn virtual_time_key(&self, worker: &WorkerAffinity) -> u64 {
+        if self.last_worker == worker.id {
+            u64::MAX - self.vt_stamp
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+/// An affinity policy: how a worker orders its ready threads. Smaller keys run first.
+pub trait AffinityPolicy: Send + Sync {
+    /// Which strategy this is.
+    fn kind(&self) -> PolicyKind;
+
+    /// Called when `thread` stops running on `worker`, with the cache misses of that run (`None`
+    /// when not counted). The default records everything every strategy needs.
+    fn on_stop(&self, thread: &mut ThreadAffinity, misses: Option<u64>, worker: &WorkerAffinity) {
+        thread.record_stop(misses, worker);
+    }
+
+    /// The ordering key of `thread` in `worker`'s ready structure (smaller runs first).
+    fn key(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64;
+}
+
+/// No affinity: last in, first out (each call to `key` takes a fresh enqueue stamp).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoAffinity;
+
+impl AffinityPolicy for NoAffinity {
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::NoAffinity
+    }
+    #[inline]
+    fn key(&self, _thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64 {
+        u64::MAX - 1 - worker.enqueues.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Virtual time: the thread this worker ran most recently first; threads last run elsewhere
+/// (or never) after all of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VirtualTime;
+
+impl AffinityPolicy for VirtualTime {
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::VirtualTime
+    }
+    #[inline]
+    fn key(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64 {
+        thread.virtual_time_key(worker)
+    }
+}
+
+/// Minimum misses: fewest cache misses in the last run first (virtual time when not counted).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MinMisses;
+
+impl AffinityPolicy for MinMisses {
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::MinMisses
+    }
+    #[inline]
+    fn key(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64 {
+        if thread.counted {
+            thread.last_misses
+        } else {
+            thread.virtual_time_key(worker)
+        }
+    }
+}
+
+/// Cache miss sum: smallest cumulative misses first, halved every [`MISS_SUM_HALF_LIFE`]
+/// scheduling operations of the worker the thread last ran on (so a long wait ages the sum and
+/// prevents starvation); a new thread starts at 0. Virtual time when not counted.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MissSum;
+
+impl AffinityPolicy for MissSum {
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::MissSum
+    }
+    #[inline]
+    fn key(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64 {
+        if !thread.counted {
+            return thread.virtual_time_key(worker);
+        }
+        if thread.last_worker == worker.id {
+            let halvings =
+                worker.operations().saturating_sub(thread.miss_sum_stamp) / MISS_SUM_HALF_LIFE;
+            thread.miss_sum.checked_shr(halvings as u32).unwrap_or(0)
+        } else {
+            thread.miss_sum
+        }
+    }
+}
+
+/// Reload transient: the smallest expected number of misses to rebuild the thread's footprint in
+/// this worker's cache first (`RT(f, V(f, m))` with `m` the domain's misses since the thread
+/// stopped there; `RT(f, 0)` when its footprint is in another domain), through
+/// [`ReloadTable`]. Virtual time for threads without a counted footprint or workers without a
+/// cache domain.
+#[derive(Clone, Debug, Default)]
+pub struct ReloadTransient {
+    table: ReloadTable,
+}
+
+impl ReloadTransient {
+    /// With a fresh table.
+    pub fn new() -> ReloadTransient {
+        ReloadTransient::default()
+    }
+
+    /// The expected reload transient in misses (the key divided by [`RELOAD_KEY_SCALE`]), or
+    /// `None` when it cannot be estimated.
+    #[inline]
+    pub fn expected_misses(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> Option<f64> {
+        let d = worker.domain?;
+        if !thread.counted || thread.footprint.domain().is_none() {
+            return None;
+        }
+        let ledger = &worker.ledger;
+        let model = ledger.model(d);
+        let f = thread.footprint.lines();
+        Some(match thread.footprint.misses_since(ledger, Some(d)) {
+            Some(m) => model.reload_after(&self.table, f, m),
+            None => self.table.reload_transient(model.lines(), f, 0.0),
+        })
+    }
+}
+
+impl AffinityPolicy for ReloadTransient {
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::ReloadTransient
+    }
+    #[inline]
+    fn key(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64 {
+        match self.expected_misses(thread, worker) {
+            // `as` saturates; RT is finite and ≥ 0.
+            Some(rt) => (rt * RELOAD_KEY_SCALE) as u64,
+            None => thread.virtual_time_key(worker),
+        }
+    }
+}
+
+/// The policy the runtime holds: one of the five, dispatched without a virtual call, and how it
+/// was chosen.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    kind: PolicyKind,
+    reload: ReloadTransient,
+    auto_reason: Option<&'static str>,
+}
+
+impl Policy {
+    /// The given strategy.
+    pub fn new(kind: PolicyKind) -> Policy {
+        Policy {
+            kind,
+            reload: ReloadTransient::new(),
+            auto_reason: None,
+        }
+    }
+
+    /// ReloadTransient when cache misses can be counted (`cache_misses_available`, e.g. from the
+    /// PMU crate's capability probe), VirtualTime otherwise. [`Policy::auto_reason`] and
+    /// `Display` say which was picked and why.
+    pub fn auto(cache_misses_available: bool) -> Policy {
+        let (kind, reason) = if cache_misses_available {
+            (PolicyKind::ReloadTransient, "cache-miss counts available")
+        } else {
+            (PolicyKind::VirtualTime, "no cache-miss counts")
+        };
+        Policy {
+            auto_reason: Some(reason),
+            ..Policy::new(kind)
+        }
+    }
+
+    /// `Some(why)` when [`Policy::auto`] chose this policy.
+    pub fn auto_reason(&self) -> Option<&'static str> {
+        self.auto_reason
+    }
+
+    /// The reload-transient estimate in misses, whatever the policy (for reports).
+    pub fn expected_reload(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> Option<f64> {
+        self.reload.expected_misses(thread, worker)
+    }
+}
+
+impl Default for Policy {
+    /// VirtualTime: the right default without counters.
+    fn default() -> Self {
+        Policy::new(PolicyKind::VirtualTime)
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.auto_reason {
+            Some(why) => write!(f, "{} (auto: {why})", self.kind),
+            None => write!(f, "{}", self.kind),
+        }
+    }
+}
+
+impl AffinityPolicy for Policy {
+    fn kind(&self) -> PolicyKind {
+        self.kind
+    }
+    #[inline]
+    fn key(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> u64 {
+        match self.kind {
+            PolicyKind::NoAffinity => NoAffinity.key(thread, worker),
+            PolicyKind::VirtualTime => VirtualTime.key(thread, worker),
+            PolicyKind::MinMisses => MinMisses.key(thread, worker),
+            PolicyKind::MissSum => MissSum.key(thread, worker),
+            PolicyKind::ReloadTransient => self.reload.key(thread, worker),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{CacheDomain, Topology};
+    use proptest::prelude::*;
+
+    /// Two CPUs with private 64-line L2s.
+    fn setup() -> (Arc<Ledger>, WorkerAffinity, WorkerAffinity) {
+        let l2 = |cpu| CacheDomain {
+            level: 2,
+            size_bytes: 64 * 64,
+            line_size: 64,
+            cpus: vec![cpu],
+        };
+        let topo = Topology::from_parts(vec![0, 1], vec![l2(0), l2(1)], vec![]);
+        let ledger = Arc::new(Ledger::new(&topo, 2));
+        let w0 = WorkerAffinity::new(0, Some(0), ledger.clone());
+        let w1 = WorkerAffinity::new(1, Some(1), ledger.clone());
+        (ledger, w0, w1)
+    }
+
+    #[test]
+    fn parse_and_display() {
+        for kind in PolicyKind::ALL {
+            assert_eq!(kind.name().parse::<PolicyKind>().unwrap(), kind);
+            assert_eq!(Policy::new(kind).to_string(), kind.name());
+        }
+        assert_eq!(
+            "reload-transient".parse::<PolicyKind>().unwrap(),
+            PolicyKind::ReloadTransient
+        );
+        let e = "fastest".parse::<PolicyKind>().unwrap_err();
+        assert!(e.to_string().contains("virtual-time"));
+        let p = Policy::auto(true);
+        assert_eq!(p.kind(), PolicyKind::ReloadTransient);
+        assert_eq!(
+            p.to_string(),
+            "ReloadTransient (auto: cache-miss counts available)"
+        );
+        let p = Policy::auto(false);
+        assert_eq!(p.kind(), PolicyKind::VirtualTime);
+        assert_eq!(p.auto_reason(), Some("no cache-miss counts"));
+        assert!(!PolicyKind::VirtualTime.needs_miss_counts());
+        assert!(PolicyKind::MissSum.needs_miss_counts());
+    }
+
+    #[test]
+    fn lifo_runs_the_last_enqueued_first() {
+        let (_, w0, _) = setup();
+        let t = ThreadAffinity::new();
+        let p = Policy::new(PolicyKind::NoAffinity);
+        let k1 = p.key(&t, &w0);
+        let k2 = p.key(&t, &w0);
+        assert!(k2 < k1);
+    }
+
+    #[test]
+    fn virtual_time_prefers_recent_local_threads() {
+        let (_, w0, w1) = setup();
+        let p = Policy::new(PolicyKind::VirtualTime);
+        let (mut a, mut b, c) = (
+            ThreadAffinity::new(),
+            ThreadAffinity::new(),
+            ThreadAffinity::new(),
+        );
+        p.on_stop(&mut a, None, &w0);
+        p.on_stop(&mut b, None, &w1);
+        // On w0: a (ran here) before b (ran on w1) and c (never ran), which tie.
+        assert!(p.key(&a, &w0) < p.key(&b, &w0));
+        assert_eq!(p.key(&b, &w0), p.key(&c, &w0));
+        assert!(p.key(&b, &w1) < p.key(&a, &w1));
+    }
+
+    #[test]
+    fn min_misses_and_miss_sum() {
+        let (_, w0, _) = setup();
+        let (mut a, mut b) = (ThreadAffinity::new(), ThreadAffinity::new());
+        MinMisses.on_stop(&mut a, Some(100), &w0);
+        MinMisses.on_stop(&mut b, Some(10), &w0);
+        assert!(MinMisses.key(&b, &w0) < MinMisses.key(&a, &w0));
+        // b misses a lot twice more: its sum passes a's.
+        MissSum.on_stop(&mut b, Some(60), &w0);
+        MissSum.on_stop(&mut b, Some(60), &w0);
+        assert_eq!(MissSum.key(&b, &w0), 130);
+        assert!(MissSum.key(&a, &w0) < MissSum.key(&b, &w0));
+        // Aging: after HALF_LIFE more scheduling operations on w0, sums halve.
+        let mut other = ThreadAffinity::new();
+        for _ in 0..MISS_SUM_HALF_LIFE {
+            other.record_stop(Some(0), &w0);
+        }
+        assert_eq!(MissSum.key(&b, &w0), 65);
+        // And the aged value is what the next stop builds on.
+        MissSum.on_stop(&mut b, Some(1), &w0);
+        assert_eq!(b.miss_sum(), 66);
+    }
+
+    #[test]
+    fn miss_policies_fall_back_to_virtual_time_without_counts() {
+        let (_, w0, _) = setup();
+        for kind in [
+            PolicyKind::MinMisses,
+            PolicyKind::MissSum,
+            PolicyKind::ReloadTransient,
+        ] {
+            let p = Policy::new(kind);
+            let (mut a, mut b) = (ThreadAffinity::new(), ThreadAffinity::new());
+            p.on_stop(&mut a, None, &w0);
+            p.on_stop(&mut b, None, &w0);
+            assert_eq!(p.key(&a, &w0), VirtualTime.key(&a, &w0), "{kind}");
+            assert!(p.key(&b, &w0) < p.key(&a, &w0), "{kind}");
+            assert_eq!(p.expected_reload(&a, &w0), None);
+        }
+    }
+
+    #[test]
+    fn reload_transient_prefers_small_or_fresh_footprints() {
+        let (ledger, w0, w1) = setup();
+        let p = Policy::new(PolicyKind::ReloadTransient);
+        let (mut small, mut big) = (ThreadAffinity::new(), ThreadAffinity::new());
+        p.on_stop(&mut small, Some(4), &w0);
+        p.on_stop(&mut big, Some(40), &w0);
+        // `big` stopped last: its footprint is intact, small's has lost lines to big's misses.
+        assert!(p.key(&big, &w0) < p.key(&small, &w0));
+        // After a long time both are displaced: the small footprint reloads faster (004 Fig 3.10).
+        let d0 = w0.domain().unwrap();
+        ledger.advance(d0, 10_000);
+        assert!(p.key(&small, &w0) < p.key(&big, &w0));
+        // On the other worker's cache nothing is valid: RT(f, 0), footprint size decides.
+        assert!(p.key(&small, &w1) < p.key(&big, &w1));
+        let rt = p.expected_reload(&big, &w1).unwrap();
+        let exact = crate::reload::reload_transient(64, big.footprint().lines(), 0.0);
+        assert!((rt - exact).abs() <= ReloadTable::max_error_in_cache_sizes() * 64.0 + 1e-9);
+    }
+
+    #[test]
+    fn unpinned_worker_has_no_domain() {
+        let (ledger, _, _) = setup();
+        let w = WorkerAffinity::new(3, None, ledger.clone());
+        assert_eq!(w.domain(), None);
+        let mut t = ThreadAffinity::new();
+        ReloadTransient::new().on_stop(&mut t, Some(5), &w);
+        assert_eq!(t.footprint().domain(), None);
+        assert_eq!(ReloadTransient::new().key(&t, &w), VirtualTime.key(&t, &w));
+    }
+
+    proptest! {
+        /// Keys are a deterministic function of the history: replaying the same stops in two
+        /// fresh worlds gives the same keys, and VirtualTime orders by recency on the worker.
+        #[test]
+        fn virtual_time_orders_by_last_stop(order in proptest::collection::vec(0usize..6, 1..60)) {
+            let (_, w0, _) = setup();
+            let mut threads = [ThreadAffinity::new(); 6];
+            let mut last_seen = [None; 6];
+            for (step, &t) in order.iter().enumerate() {
+                VirtualTime.on_stop(&mut threads[t], None, &w0);
+                last_seen[t] = Some(step);
+            }
+            for a in 0..6 {
+                for b in 0..6 {
+                    let (ka, kb) = (VirtualTime.key(&threads[a], &w0), VirtualTime.key(&threads[b], &w0));
+                    match (last_seen[a], last_seen[b]) {
+                        (Some(x), Some(y)) => prop_assert_eq!(ka.cmp(&kb), y.cmp(&x)),
+                        (Some(_), None) => prop_assert!(ka < kb),
+                        (None, None) => prop_assert_eq!(ka, kb),
+                        (None, Some(_)) => prop_assert!(ka > kb),
+                    }
+                }
+            }
+        }
+
+        /// Reload-transient keys grow as a waiting thread's domain sees more misses.
+        #[test]
+        fn reload_key_grows_while_waiting(misses in 1u64..200, waits in proptest::collection::vec(0u64..500, 1..10)) {
+            let (ledger, w0, _) = setup();
+            let p = ReloadTransient::new();
+            let mut t = ThreadAffinity::new();
+            p.on_stop(&mut t, Some(misses), &w0);
+            let mut last = p.key(&t, &w0);
+            for w in waits {
+                ledger.advance(w0.domain().unwrap(), w);
+                let k = p.key(&t, &w0);
+                prop_assert!(k >= last);
+                last = k;
+            }
+        }
+    }
+}
