@@ -1,1 +1,111 @@
-//! Green threads on a work-stealing pool of pinned workers.
+//! Green threads on a work-stealing pool of pinned workers (after Bellosa's ELiTE).
+//!
+//! Stackful, async-free green threads: users write ordinary blocking code. A [`Runtime`] runs
+//! one pinned worker OS thread per CPU of the process's allowed set (configurable); green
+//! threads run on `corosensei` stacks with guard pages, pooled per worker.
+//!
+//! ```
+//! let rt = footprint_runtime::Runtime::builder()
+//!     .workers(4)                     // unset: one per CPU of the allowed set; 0 is an error
+//!     .stack_size(8 << 20)            // usable bytes per green thread, guard page not included
+//!     .build()?;                      // Result<Runtime, footprint_runtime::Error>
+//! let v = rt.block_on(|| {
+//!     let h = footprint_runtime::spawn(|| 1 + 1);                 // JoinHandle<T>
+//!     let (a, b) = footprint_runtime::join(|| 2, || 3);
+//!     let r = footprint_runtime::scope(|s| s.spawn(|| a + b).join().unwrap()); // borrows allowed
+//!     footprint_runtime::yield_now();
+//!     h.join().unwrap() + r
+//! });
+//! assert_eq!(v, 7);
+//! # Ok::<(), footprint_runtime::Error>(())
+//! ```
+//!
+//! # Scheduling
+//! Each worker has a start deque for new work (owner LIFO, thieves FIFO), a ready structure for
+//! resumed green threads ([`ReadyOrder`]), an inbox for threads woken from elsewhere, and pools
+//! of control blocks and stacks with a shared overflow level. An idle worker steals in topology
+//! order (same CPU, same L2, same L3 / NUMA node, the rest), spins briefly, then sleeps on a
+//! futex: an idle runtime uses no CPU. A spawned green thread gets its stack only when it first
+//! runs; a green thread joined before it started runs inline on its joiner.
+//!
+//! `join(a, b)` runs `a` inline and offers `b` to thieves; if `b` was not stolen it runs inline
+//! (no green thread is created); if it was stolen and is unfinished, the caller parks and its
+//! worker runs other work.
+//!
+//! # Blocking
+//! Locks of `footprint-locks` find this scheduler through the `SchedulerHook` installed on every
+//! worker: a waiting green thread parks off its worker, and `unpark` may name the worker it
+//! should resume on (`Placement::Worker`). Use [`block_in_place`] / [`spawn_blocking`] for
+//! blocking system calls.
+//!
+//! # Thread-local storage
+//! `std::thread_local!` values are per **worker OS thread**, not per green thread: a green
+//! thread that yields or parks may resume on another worker and then sees that worker's values,
+//! and green threads on one worker share them. Never keep a reference to a thread-local across
+//! a yield or park (nor a `!Send` value whose correctness depends on the OS thread, such as a
+//! guard of an OS-level lock). Use [`GreenLocal`] for per-green-thread values.
+//!
+//! # Failure
+//! A panic in a green thread is caught at its boundary: [`JoinHandle::join`] returns
+//! `Err(payload)`, [`join`] and [`scope`] re-raise it, and the worker keeps running. A stack
+//! overflow hits the guard page; on x86-64 Linux the joiner gets `Err(String)` naming the
+//! thread and its stack size and the runtime keeps running (the overflowed thread's frames are
+//! abandoned without running destructors); elsewhere the process prints that report and aborts.
+//!
+//! # Limits
+//! Each started, unfinished green thread holds one stack mapping (two VMAs with its guard page),
+//! so `vm.max_map_count` (65530 by default) bounds the number of *started, unfinished* green
+//! threads to roughly 30,000. Spawned-but-not-started threads hold no stack, so a million
+//! spawned threads are fine as long as they do not all block at once.
+
+mod blocking;
+mod error;
+mod hook;
+mod join;
+mod local;
+mod overflow;
+mod runtime;
+mod sched;
+mod sys;
+mod task;
+mod timer;
+
+pub use blocking::{block_in_place, spawn_blocking};
+pub use error::Error;
+pub use join::{join, scope, Scope, ScopedJoinHandle};
+pub use local::GreenLocal;
+pub use runtime::{
+    global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+};
+pub use sched::{yield_now, ReadyOrder};
+pub use sys::process_cpu_time;
+pub use task::JoinHandle;
+
+/// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.
+pub mod park {
+    use footprint_locks::{SchedulerHook, Unparker};
+
+    /// A handle that wakes the calling thread (see [`footprint_locks::Unparker`]).
+    pub fn current_unparker() -> Unparker {
+        footprint_locks::current_hook().current_unparker()
+    }
+
+    /// Blocks the calling thread until a permit from its unparker is available. An unpark that
+    /// came first is not lost; spurious returns are possible, so re-check in a loop.
+    pub fn park() {
+        crate::sched::park_current()
+    }
+
+    /// Like [`park`], returning after at most `timeout`; `false` on timeout.
+    pub fn park_timeout(timeout: std::time::Duration) -> bool {
+        footprint_locks::current_hook().park_timeout(timeout)
+    }
+
+    /// The index of the worker the calling green thread runs on (`None` outside green threads).
+    pub fn current_worker() -> Option<usize> {
+        footprint_locks::current_hook().worker_id()
+    }
+
+    #[doc(hidden)]
+    pub fn _assert_hook(_: &dyn SchedulerHook) {}
+}

@@ -1,0 +1,110 @@
+//! The runtime's implementation of `footprint_locks::SchedulerHook`, installed on every worker.
+
+use crate::sched::{self, Job};
+use crate::timer;
+use footprint_locks::os::os_hook;
+use footprint_locks::{ClassCell, PriorityClass, SchedulerHook, Unparker};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How many ready threads `higher_class_ready` inspects (the cheap end of the ready structure).
+const SCAN: usize = 32;
+
+pub(crate) struct GreenHook;
+
+pub(crate) static GREEN_HOOK: GreenHook = GreenHook;
+
+/// Index in the calling worker's ready structure of a green thread with a class above `than`.
+fn find_higher(than: PriorityClass) -> Option<usize> {
+    let c = sched::ctx_ptr();
+    if c.is_null() {
+        return None;
+    }
+    // SAFETY: the context and its worker belong to the calling OS thread; the ready structure is
+    // owner-only and we hold no other borrow of it.
+    unsafe {
+        let w = (*c).worker;
+        if w.is_null() {
+            return None;
+        }
+        let ready = &*(*w).ready.get();
+        ready.find_recent(SCAN, |j| match j {
+            Job::Task(t) => t.class.get() > than,
+            Job::Stack(_) => PriorityClass::Running > than,
+        })
+    }
+}
+
+impl SchedulerHook for GreenHook {
+    fn class_cell(&self) -> &ClassCell {
+        let t = sched::current_task_ptr();
+        if t.is_null() {
+            os_hook().class_cell()
+        } else {
+            // SAFETY: the control block outlives the green thread (contract of class_cell: valid
+            // while the current thread lives).
+            unsafe { &(*t).class }
+        }
+    }
+
+    fn higher_class_ready(&self, than: PriorityClass) -> bool {
+        !sched::current_task_ptr().is_null() && find_higher(than).is_some()
+    }
+
+    fn yield_to_higher(&self, than: PriorityClass) -> bool {
+        if sched::current_task_ptr().is_null() {
+            return false;
+        }
+        match find_higher(than) {
+            Some(i) => {
+                sched::promote_ready(i);
+                sched::yield_now();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn yield_now(&self) {
+        sched::yield_now()
+    }
+
+    fn current_unparker(&self) -> Unparker {
+        match sched::current_task_arc() {
+            Some(t) => Unparker::new(t as Arc<dyn footprint_locks::Unpark>),
+            None => os_hook().current_unparker(),
+        }
+    }
+
+    fn park(&self) {
+        sched::park_current()
+    }
+
+    fn park_timeout(&self, timeout: Duration) -> bool {
+        if sched::current_task_ptr().is_null() {
+            return os_hook().park_timeout(timeout);
+        }
+        let deadline = Instant::now() + timeout;
+        timer::wake_at(deadline, self.current_unparker());
+        sched::park_current();
+        Instant::now() < deadline
+    }
+
+    fn worker_id(&self) -> Option<usize> {
+        if sched::current_task_ptr().is_null() {
+            None
+        } else {
+            sched::current_worker_index()
+        }
+    }
+
+    fn switch_cost_ns(&self) -> u64 {
+        let s = sched::current_shared();
+        if s.is_null() {
+            os_hook().switch_cost_ns()
+        } else {
+            // SAFETY: the runtime of the calling worker is alive.
+            unsafe { (*s).switch_cost_ns }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Fork-join: `join(a, b)` and `scope`.
+
+use crate::runtime;
+use crate::sched::{self, StackJobRef};
+use crate::task::{self, ScopeShared, Task, Waiter};
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The stealable half of a `join`, on its caller's stack.
+struct StackJob<B, RB> {
+    f: UnsafeCell<Option<B>>,
+    result: UnsafeCell<Option<std::thread::Result<RB>>>,
+    done: AtomicBool,
+    /// The green thread that waits for it (alive until `done`).
+    owner: *const Task,
+}
+
+unsafe fn exec_stack_job<B: FnOnce() -> RB, RB>(p: *const ()) {
+    // SAFETY: p points to a live StackJob<B, RB> whose owner waits for `done`; exactly one thread
+    // (the one that popped or stole the ref) runs it.
+    unsafe {
+        let job = &*(p as *const StackJob<B, RB>);
+        let f = (*job.f.get()).take().expect("join half ran twice");
+        let r = panic::catch_unwind(AssertUnwindSafe(f));
+        *job.result.get() = Some(r);
+        // Take our own reference to the owner before `done`: after it, the job may be gone.
+        Arc::increment_strong_count(job.owner);
+        let owner = Arc::from_raw(job.owner);
+        job.done.store(true, Ordering::Release);
+        owner.unpark_task(footprint_locks::Placement::Anywhere);
+    }
+}
+
+/// Runs `a` and `b`, potentially in parallel, and returns both results.
+///
+/// `a` runs inline; `b` is offered to idle workers. If nobody took `b` by the time `a` returns,
+/// it runs inline too (no green thread, no stack, no switch). If a thief took it and it is not
+/// finished, the calling green thread parks and its worker runs something else. A panic in
+/// either closure is re-raised after both have finished (`a`'s first).
+///
+/// Called outside a runtime it runs on the global runtime (see [`crate::global`]).
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 { return n; }
+///     let (a, b) = footprint_runtime::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// assert_eq!(rt.block_on(|| fib(20)), 6765);
+/// ```
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let owner = sched::current_task_ptr();
+    if owner.is_null() || sched::current_worker_index().is_none() {
+        return runtime::current_or_global(|rt| rt.block_on(move || join(a, b)));
+    }
+    let job = StackJob::<B, RB> {
+        f: UnsafeCell::new(Some(b)),
+        result: UnsafeCell::new(None),
+        done: AtomicBool::new(false),
+        owner,
+    };
+    let r = StackJobRef {
+        data: &job as *const StackJob<B, RB> as *const (),
+        exec: exec_stack_job::<B, RB>,
+    };
+    let pushed_on = sched::push_stack_job(r).expect("join runs on a worker here");
+    let ra = panic::catch_unwind(AssertUnwindSafe(a));
+    let rb = if sched::take_back_stack_job(r, pushed_on) {
+        // SAFETY: we took the only reference back, so `f` is ours.
+        let f = unsafe { (*job.f.get()).take() }.expect("join half present");
+        if ra.is_err() {
+            drop(f);
+            None
+        } else {
+            Some(panic::catch_unwind(AssertUnwindSafe(f)))
+        }
+    } else {
+        while !job.done.load(Ordering::Acquire) {
+            sched::park_current();
+        }
+        // SAFETY: `done` (Acquire) publishes the result; the executor no longer touches the job.
+        unsafe { (*job.result.get()).take() }
+    };
+    match (ra, rb) {
+        (Err(p), _) => panic::resume_unwind(p),
+        (Ok(_), Some(Err(p))) => panic::resume_unwind(p),
+        (Ok(a), Some(Ok(b))) => (a, b),
+        (Ok(_), None) => unreachable!("b result missing"),
+    }
+}
+
+/// A scope for spawning green threads that borrow from the enclosing stack frame; see [`scope`].
+pub struct Scope<'scope, 'env: 'scope> {
+    data: Arc<ScopeShared>,
+    rt: *const sched::Shared,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+// SAFETY: the raw runtime pointer is only used to queue work; the runtime outlives the scope.
+unsafe impl Sync for Scope<'_, '_> {}
+// SAFETY: as above.
+unsafe impl Send for Scope<'_, '_> {}
+
+/// Creates a scope in which green threads may borrow non-`'static` data; every green thread
+/// spawned in it has finished when `scope` returns (like `std::thread::scope`).
+///
+/// A panic in the closure, or in a scoped green thread that was not joined, is re-raised when
+/// all of them have finished. Outside a runtime the scoped threads run on the global runtime and
+/// the calling OS thread blocks while it waits.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let data = vec![1, 2, 3];
+/// let sum = rt.block_on(|| {
+///     footprint_runtime::scope(|s| {
+///         let h = s.spawn(|| data.iter().sum::<i32>());
+///         h.join().unwrap()
+///     })
+/// });
+/// assert_eq!(sum, 6);
+/// ```
+pub fn scope<'env, F, R>(f: F) -> R
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
+{
+    let mut rt = sched::current_shared();
+    if rt.is_null() {
+        rt = runtime::global_shared();
+    }
+    let s = Scope {
+        data: Arc::new(ScopeShared {
+            pending: AtomicUsize::new(0),
+            owner: Waiter::current(),
+            panic: Mutex::new(None),
+        }),
+        rt,
+        _scope: PhantomData,
+        _env: PhantomData,
+    };
+    let r = panic::catch_unwind(AssertUnwindSafe(|| f(&s)));
+    while s.data.pending.load(Ordering::Acquire) != 0 {
+        sched::park_current();
+    }
+    if let Err(p) = r {
+        panic::resume_unwind(p);
+    }
+    let late = s
+        .data
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(p) = late {
+        panic::resume_unwind(p);
+    }
+    match r {
+        Ok(v) => v,
+        Err(_) => unreachable!(),
+    }
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Spawns a green thread that may borrow anything that outlives the scope.
+    pub fn spawn<F, T>(&'scope self, f: F) -> ScopedJoinHandle<'scope, T>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        self.data.pending.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `scope` waits for every task it counted before the borrows of 'scope end, and
+        // the runtime outlives the scope (it is the caller's own or the global one).
+        let task =
+            unsafe { sched::spawn_raw(&*self.rt, f, true, None, None, Some(self.data.clone())) };
+        ScopedJoinHandle {
+            task: Some(task),
+            scope: &self.data,
+            _marker: PhantomData,
+        }
+    }
+}
+
+/// Owned permission to join a scoped green thread.
+pub struct ScopedJoinHandle<'scope, T> {
+    task: Option<Arc<Task>>,
+    scope: &'scope ScopeShared,
+    _marker: PhantomData<&'scope T>,
+}
+
+// SAFETY: moves T (Send) to the joiner only.
+unsafe impl<T: Send> Send for ScopedJoinHandle<'_, T> {}
+// SAFETY: &handle exposes only is_finished.
+unsafe impl<T> Sync for ScopedJoinHandle<'_, T> {}
+
+impl<T> ScopedJoinHandle<'_, T> {
+    /// Waits for the green thread and returns its value or its panic payload.
+    pub fn join(mut self) -> std::thread::Result<T> {
+        let t = self.task.take().expect("handle used twice");
+        // SAFETY: the task's result type is T and we own its handle.
+        unsafe { task::join_task::<T>(t) }
+    }
+
+    /// Whether the green thread has finished.
+    pub fn is_finished(&self) -> bool {
+        self.task
+            .as_ref()
+            .is_some_and(|t| t.handle.load(Ordering::Acquire) & task::H_DONE != 0)
+    }
+}
+
+impl<T> Drop for ScopedJoinHandle<'_, T> {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            task::detach_task(t, Some(self.scope));
+        }
+    }
+}

@@ -1,0 +1,590 @@
+//! The runtime: its builder, worker threads, `block_on`, `spawn`, the global runtime, shutdown.
+
+use crate::error::Error;
+use crate::sched::{self, Job, ReadyOrder, Shared, WorkerLocal, WorkerShared};
+use crate::task::{self, JoinHandle};
+use crossbeam_deque::{Injector, Worker as Deque};
+use crossbeam_utils::CachePadded;
+use footprint_affinity::Topology;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+
+/// Default usable stack size of a green thread: 2 MiB, plus one guard page that is not counted.
+///
+/// Stacks are `mmap`ed and touched lazily, so a green thread that uses 8 KiB costs 8 KiB of
+/// memory (plus whatever its pooled stack touched before). With this size fork-join recursion
+/// 1,500 levels deep fits in a debug build; deeper recursion wants `stack_size`.
+pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
+
+/// Smallest accepted green-thread stack (usable bytes): room for the runtime's own frames, the
+/// panic machinery and a little user code.
+pub const MIN_STACK_SIZE: usize = 64 << 10;
+
+/// Configures and builds a [`Runtime`].
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder()
+///     .workers(2)
+///     .stack_size(1 << 20)
+///     .thread_name("solver")
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.workers(), 2);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    workers: Option<usize>,
+    cpus: Option<Vec<usize>>,
+    stack_size: usize,
+    thread_name: String,
+    pin: bool,
+    ready_order: ReadyOrder,
+    switch_cost_ns: u64,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            workers: None,
+            cpus: None,
+            stack_size: DEFAULT_STACK_SIZE,
+            thread_name: "footprint-worker".into(),
+            pin: true,
+            ready_order: ReadyOrder::default(),
+            switch_cost_ns: 300,
+        }
+    }
+}
+
+impl Builder {
+    /// A builder with the defaults: one pinned worker per CPU of the process's allowed set,
+    /// [`DEFAULT_STACK_SIZE`] stacks.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Number of workers (OS threads). Unset: one per CPU of the CPU set; 0 is an error. More
+    /// workers than CPUs are placed round-robin over the CPUs.
+    pub fn workers(mut self, n: usize) -> Builder {
+        self.workers = Some(n);
+        self
+    }
+
+    /// The CPUs to run on (each must be in the process's allowed set). Unset: the allowed set.
+    pub fn cpus(mut self, cpus: &[usize]) -> Builder {
+        self.cpus = Some(cpus.to_vec());
+        self
+    }
+
+    /// Usable bytes of each green thread's stack, not counting its guard page (default
+    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`]).
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Prefix of the worker threads' names (`"<prefix>-<index>"`).
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
+        self.thread_name = prefix.into();
+        self
+    }
+
+    /// Whether to pin each worker to its CPU (default true). A failed pin is an [`Error::Pin`].
+    pub fn pin(mut self, pin: bool) -> Builder {
+        self.pin = pin;
+        self
+    }
+
+    /// Order of the per-worker ready structure (default [`ReadyOrder::Lifo`]).
+    pub fn ready_order(mut self, order: ReadyOrder) -> Builder {
+        self.ready_order = order;
+        self
+    }
+
+    /// The estimated cost of a park plus an unpark, reported to locks for their spin-or-block
+    /// decision (default 300 ns).
+    pub fn switch_cost_ns(mut self, ns: u64) -> Builder {
+        self.switch_cost_ns = ns;
+        self
+    }
+
+    /// Starts the workers.
+    pub fn build(self) -> Result<Runtime, Error> {
+        if self.workers == Some(0) {
+            return Err(Error::ZeroWorkers);
+        }
+        if self.stack_size < MIN_STACK_SIZE {
+            return Err(Error::StackTooSmall {
+                requested: self.stack_size,
+                minimum: MIN_STACK_SIZE,
+            });
+        }
+        let allowed = footprint_affinity::allowed_cpus().map_err(Error::Affinity)?;
+        let cpus = match &self.cpus {
+            Some(c) if c.is_empty() => return Err(Error::NoCpus),
+            Some(c) => {
+                for &cpu in c {
+                    if !allowed.contains(&cpu) {
+                        return Err(Error::CpuNotAllowed {
+                            cpu,
+                            allowed: allowed.clone(),
+                        });
+                    }
+                }
+                c.clone()
+            }
+            None if allowed.is_empty() => vec![0],
+            None => allowed.clone(),
+        };
+        let n = self.workers.unwrap_or(cpus.len());
+        let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
+        let topology = Topology::detect();
+        let tiers = steal_tiers(&topology, &worker_cpu);
+
+        let deques: Vec<Deque<Job>> = (0..n).map(|_| Deque::new_lifo()).collect();
+        let workers: Box<[WorkerShared]> = deques
+            .iter()
+            .zip(tiers)
+            .enumerate()
+            .map(|(i, (d, t))| WorkerShared::new(d.stealer(), self.pin.then_some(worker_cpu[i]), t))
+            .collect();
+        let shared = Arc::new(Shared {
+            workers,
+            injector: Injector::new(),
+            sleepers: CachePadded::new(AtomicUsize::new(0)),
+            idle: CachePadded::new(AtomicUsize::new(0)),
+            shutdown: AtomicBool::new(false),
+            ext_spawned: AtomicU64::new(0),
+            ext_finished: AtomicU64::new(0),
+            stack_pool: Mutex::new(Vec::new()),
+            task_pool: Mutex::new(Vec::new()),
+            stack_size: self.stack_size,
+            ready_order: self.ready_order,
+            switch_cost_ns: self.switch_cost_ns,
+            overflows: AtomicU64::new(0),
+            stacks_mapped: AtomicU64::new(0),
+        });
+
+        crate::overflow::install_handler();
+        let (tx, rx) = mpsc::channel::<Result<(), Error>>();
+        let mut threads = Vec::with_capacity(n);
+        let mut first_err = None;
+        for (i, deque) in deques.into_iter().enumerate() {
+            let sh = shared.clone();
+            let tx = tx.clone();
+            let cpu = self.pin.then_some(worker_cpu[i]);
+            let spawned = std::thread::Builder::new()
+                .name(format!("{}-{i}", self.thread_name))
+                .spawn(move || worker_main(sh, i, deque, cpu, tx));
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    first_err = Some(Error::Spawn(e));
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        for _ in 0..threads.len() {
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => break,
+            }
+        }
+        let rt = Runtime {
+            shared,
+            threads,
+            topology,
+            worker_cpu,
+        };
+        match first_err {
+            Some(e) => Err(e), // dropping `rt` stops the workers that did start
+            None => Ok(rt),
+        }
+    }
+}
+
+/// Worker indices to steal from, nearest first, for each worker.
+fn steal_tiers(topo: &Topology, worker_cpu: &[usize]) -> Vec<Vec<Vec<usize>>> {
+    let mut among: Vec<usize> = worker_cpu.to_vec();
+    among.sort_unstable();
+    among.dedup();
+    (0..worker_cpu.len())
+        .map(|i| {
+            let cpu = worker_cpu[i];
+            let mut tiers: Vec<Vec<usize>> = Vec::new();
+            let mut seen = vec![false; worker_cpu.len()];
+            seen[i] = true;
+            let same: Vec<usize> = (0..worker_cpu.len())
+                .filter(|&j| j != i && worker_cpu[j] == cpu)
+                .collect();
+            for &j in &same {
+                seen[j] = true;
+            }
+            if !same.is_empty() {
+                tiers.push(same);
+            }
+            for tier in topo.steal_order(cpu, &among) {
+                let ws: Vec<usize> = (0..worker_cpu.len())
+                    .filter(|&j| !seen[j] && tier.contains(&worker_cpu[j]))
+                    .collect();
+                for &j in &ws {
+                    seen[j] = true;
+                }
+                if !ws.is_empty() {
+                    tiers.push(ws);
+                }
+            }
+            let rest: Vec<usize> = (0..worker_cpu.len()).filter(|&j| !seen[j]).collect();
+            if !rest.is_empty() {
+                tiers.push(rest);
+            }
+            tiers
+        })
+        .collect()
+}
+
+fn worker_main(
+    shared: Arc<Shared>,
+    index: usize,
+    deque: Deque<Job>,
+    cpu: Option<usize>,
+    ready: mpsc::Sender<Result<(), Error>>,
+) {
+    let pinned = match cpu {
+        Some(c) => crate::sys::pin_current_thread(c).map_err(|source| Error::Pin {
+            worker: index,
+            cpu: c,
+            source,
+        }),
+        None => Ok(()),
+    };
+    // On a pin failure build() reports the error and drops the runtime; this worker just takes
+    // part in the shutdown.
+    let _ = ready.send(pinned);
+    drop(ready);
+    let prev_hook = footprint_locks::install_hook(&crate::hook::GREEN_HOOK);
+    let _alt = crate::overflow::AltStack::install();
+    let mut local = WorkerLocal::new(index, &shared, deque);
+    let self_ptr = &local as *const WorkerLocal;
+    local.ctx.worker = self_ptr;
+    // `local` stays in this frame, unmoved, until the loop returns.
+    let ctx: *const sched::ThreadCtx = &local.ctx;
+    sched::set_ctx(ctx);
+    local.run_loop();
+    sched::set_ctx(std::ptr::null());
+    match prev_hook {
+        Some(h) => {
+            footprint_locks::install_hook(h);
+        }
+        None => {
+            footprint_locks::uninstall_hook();
+        }
+    }
+    drop(local);
+    drop(shared);
+}
+
+/// A pool of pinned workers running green threads.
+///
+/// Dropping it waits until every green thread of the runtime has finished — detached ones
+/// included — and then stops the workers; pooled stacks and control blocks are freed. A detached
+/// green thread that never finishes (or stays parked forever) therefore makes the drop wait
+/// forever. Dropping a runtime from one of its own green threads cannot wait for itself: the
+/// workers are then told to stop once the runtime is idle, and the drop returns at once.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    topology: Topology,
+    worker_cpu: Vec<usize>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.workers())
+            .field("cpus", &self.worker_cpu)
+            .field("stack_size", &self.shared.stack_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counters of a runtime (see [`Runtime::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuntimeStats {
+    /// Green threads created so far (including stolen `join` halves that needed one).
+    pub spawned: u64,
+    /// Green threads finished so far.
+    pub finished: u64,
+    /// Successful steals.
+    pub steals: u64,
+    /// Stacks mapped fresh (not from a pool).
+    pub stacks_mapped: u64,
+    /// Stack overflows caught and reported to joiners.
+    pub overflows: u64,
+}
+
+impl Runtime {
+    /// A builder (see [`Builder`]).
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A runtime with the default configuration.
+    pub fn new() -> Result<Runtime, Error> {
+        Builder::new().build()
+    }
+
+    /// Runs `f` on a green thread of this runtime and blocks the calling OS thread until it has
+    /// finished; returns its value or re-raises its panic. `f` may borrow from the caller. Called
+    /// from a green thread of this runtime, it runs `f` inline; from a green thread of another
+    /// runtime, it parks that green thread (not its worker).
+    pub fn block_on<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        if sched::same_runtime_green(Arc::as_ptr(&self.shared)) {
+            return f();
+        }
+        // SAFETY: join_task below waits for completion before `f`'s borrows can end.
+        let t = unsafe { sched::spawn_raw(&self.shared, f, true, None, None, None) };
+        // SAFETY: the task's result type is R and we own its only handle.
+        match unsafe { task::join_task::<R>(t) } {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
+
+    /// Spawns a green thread on this runtime from any thread.
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        // SAFETY: 'static closure and result.
+        let t = unsafe { sched::spawn_raw(&self.shared, f, true, None, None, None) };
+        JoinHandle {
+            task: Some(t),
+            _marker: PhantomData,
+        }
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.shared.workers.len()
+    }
+
+    /// The CPU each worker is pinned to (`None` when built with `pin(false)`).
+    pub fn worker_cpus(&self) -> Vec<Option<usize>> {
+        self.shared.workers.iter().map(|w| w.cpu).collect()
+    }
+
+    /// The topology the workers' steal order was derived from.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Usable bytes of each green thread's stack (guard page not included).
+    pub fn stack_size(&self) -> usize {
+        self.shared.stack_size
+    }
+
+    /// Workers currently asleep on their futex (announced idle). An idle runtime reaches
+    /// `sleeping_workers() == workers()` and then uses no CPU.
+    pub fn sleeping_workers(&self) -> usize {
+        self.shared.sleeping_workers()
+    }
+
+    /// Counters since the runtime started.
+    pub fn stats(&self) -> RuntimeStats {
+        let mut s = RuntimeStats {
+            spawned: self.shared.ext_spawned.load(Ordering::Relaxed),
+            finished: self.shared.ext_finished.load(Ordering::Relaxed),
+            steals: 0,
+            stacks_mapped: self.shared.stacks_mapped.load(Ordering::Relaxed),
+            overflows: self.shared.overflows.load(Ordering::Relaxed),
+        };
+        for w in self.shared.workers.iter() {
+            s.spawned += w.spawned.load(Ordering::Relaxed);
+            s.finished += w.finished.load(Ordering::Relaxed);
+            s.steals += w.steals.load(Ordering::Relaxed);
+        }
+        s
+    }
+
+    pub(crate) fn shared_ptr(&self) -> *const Shared {
+        Arc::as_ptr(&self.shared)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.notify_all();
+        if sched::current_shared() == Arc::as_ptr(&self.shared) {
+            // Called from inside: the workers stop by themselves once the runtime is idle.
+            self.threads.clear();
+            return;
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+
+/// The global runtime used by [`spawn`], [`crate::join`] and [`crate::scope`] outside any runtime,
+/// built on first use with the defaults (one pinned worker per allowed CPU; unpinned if pinning
+/// is refused).
+///
+/// # Panics
+/// If no runtime can be built at all (no thread can be started).
+pub fn global() -> &'static Runtime {
+    GLOBAL.get_or_init(|| {
+        Builder::new()
+            .thread_name("footprint-global")
+            .build()
+            .or_else(|_| {
+                Builder::new()
+                    .thread_name("footprint-global")
+                    .pin(false)
+                    .build()
+            })
+            .unwrap_or_else(|e| panic!("footprint: building the global runtime failed: {e}"))
+    })
+}
+
+pub(crate) fn global_shared() -> *const Shared {
+    global().shared_ptr()
+}
+
+/// Runs `f` with the runtime of the calling worker, or the global runtime.
+pub(crate) fn current_or_global<R>(f: impl FnOnce(&RuntimeRef) -> R) -> R {
+    let s = sched::current_shared();
+    let r = RuntimeRef {
+        shared: if s.is_null() { global_shared() } else { s },
+    };
+    f(&r)
+}
+
+/// A borrowed runtime (by its shared state).
+pub(crate) struct RuntimeRef {
+    shared: *const Shared,
+}
+
+impl RuntimeRef {
+    pub(crate) fn block_on<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        if sched::same_runtime_green(self.shared) {
+            return f();
+        }
+        // SAFETY: the runtime is the caller's own (alive while it runs) or the global one; we
+        // wait for completion before `f`'s borrows end.
+        let t = unsafe { sched::spawn_raw(&*self.shared, f, true, None, None, None) };
+        // SAFETY: result type R, sole handle.
+        match unsafe { task::join_task::<R>(t) } {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
+}
+
+/// Spawns a green thread on the current runtime (the global one outside any runtime) and
+/// returns its handle. Dropping the handle detaches the thread.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let h = rt.block_on(|| footprint_runtime::spawn(|| "hi"));
+/// assert_eq!(h.join().unwrap(), "hi");
+/// ```
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    GreenBuilder::new().spawn_inner(f)
+}
+
+/// Options for one green thread: a name (shown in panic and overflow reports) and a stack size.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+/// let h = rt.block_on(|| {
+///     footprint_runtime::GreenBuilder::new()
+///         .name("leaf")
+///         .stack_size(256 << 10)
+///         .spawn(|| 7)
+///         .unwrap()
+/// });
+/// assert_eq!(h.name().as_deref(), Some("leaf"));
+/// assert_eq!(h.join().unwrap(), 7);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct GreenBuilder {
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+}
+
+impl GreenBuilder {
+    /// Default options (no name, the runtime's stack size).
+    pub fn new() -> GreenBuilder {
+        GreenBuilder::default()
+    }
+
+    /// Names the green thread.
+    pub fn name(mut self, name: impl Into<String>) -> GreenBuilder {
+        self.name = Some(Arc::from(name.into()));
+        self
+    }
+
+    /// Its usable stack size (a stack of a size other than the runtime's is not pooled).
+    pub fn stack_size(mut self, bytes: usize) -> GreenBuilder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Spawns it on the current runtime (the global one outside any runtime).
+    pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if let Some(s) = self.stack_size {
+            if s < MIN_STACK_SIZE {
+                return Err(Error::StackTooSmall {
+                    requested: s,
+                    minimum: MIN_STACK_SIZE,
+                });
+            }
+        }
+        Ok(self.spawn_inner(f))
+    }
+
+    fn spawn_inner<F, T>(self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let mut s = sched::current_shared();
+        if s.is_null() {
+            s = global_shared();
+        }
+        // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
+        // closure and result.
+        let t = unsafe { sched::spawn_raw(&*s, f, true, self.name, self.stack_size, None) };
+        JoinHandle {
+            task: Some(t),
+            _marker: PhantomData,
+        }
+    }
+}

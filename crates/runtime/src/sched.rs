@@ -1,0 +1,1075 @@
+//! Workers, queues, stealing, the idle protocol, park/unpark and the pools.
+//!
+//! Per worker (ELiTE §3.2.2): a start deque for new work (Chase-Lev: owner LIFO, thieves FIFO),
+//! a ready structure for resumed green threads (owner-only, ordered by the [`ReadyOrder`]), an
+//! inbox (mutex) through which other threads hand it woken threads and through which it offers
+//! surplus ready threads to idle workers, and pools of control blocks and stacks that overflow to
+//! a shared level (ELiTE's processor / node pools).
+//!
+//! # Idle protocol (no lost wake-ups)
+//! A worker that finds no work spins a little while stealing, then announces itself:
+//! `sleep = SLEEPING`, `sleepers += 1`, a SeqCst fence, and one more full search. If that finds
+//! nothing it waits on the futex `sleep` while it reads `SLEEPING`. A publisher of stealable work
+//! pushes it, issues a SeqCst fence and reads `sleepers`; if non-zero it moves one `SLEEPING`
+//! worker to `NOTIFIED` and wakes its futex. Each side does store → SeqCst fence → load, so at
+//! least one of them sees the other: the final search finds the work, or the publisher finds the
+//! sleeper. A worker woken this way that finds work wakes one more (a wake chain), so a burst of
+//! pushes seen as "one sleeper" by several publishers still reaches every idle worker.
+//!
+//! # TLS discipline
+//! A green thread may resume on another OS thread, and LLVM may keep a thread-local's address in
+//! a register across the stack switch. Every thread-local access goes through the
+//! `#[inline(never)]` function [`ctx_ptr`], and no reference derived from it is held across a
+//! suspension point (yield, park).
+
+use crate::sys;
+use crate::task::{self, Co, Exit, Reason, Task, LIFE_RUNNING, P_EMPTY, P_NOTIFIED, P_PARKED};
+use corosensei::stack::DefaultStack;
+use corosensei::CoroutineResult;
+use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
+use crossbeam_utils::CachePadded;
+use footprint_locks::Placement;
+use std::cell::{Cell, UnsafeCell};
+use std::collections::VecDeque;
+use std::ptr;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A unit of work in a queue.
+pub(crate) enum Job {
+    /// A green thread: new (never ran, no stack yet) or ready to resume.
+    Task(Arc<Task>),
+    /// The stolen half of a `join`, living on its caller's stack; it gets a green thread (and a
+    /// stack) only when it runs.
+    Stack(StackJobRef),
+}
+
+/// A pointer to a `join` half on its caller's stack plus the function that runs it.
+#[derive(Clone, Copy)]
+pub(crate) struct StackJobRef {
+    pub(crate) data: *const (),
+    pub(crate) exec: unsafe fn(*const ()),
+}
+
+// SAFETY: the referenced job is Send (join requires it) and stays alive until it reports done.
+unsafe impl Send for StackJobRef {}
+
+/// How a worker orders the green threads it resumes (the ready structure).
+///
+/// The ready structure is shaped for a policy key: threads are pushed "woken" (a new
+/// resumption), "yielded" (behind everyone) or "next" (hand-off); an affinity policy that
+/// computes a key per thread plugs in here as a further variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReadyOrder {
+    /// Most recently woken first (cache-warm first; VirtualTime-like). The default.
+    #[default]
+    Lifo,
+    /// Oldest woken first (fair).
+    Fifo,
+}
+
+pub(crate) struct ReadyQueue {
+    order: ReadyOrder,
+    q: VecDeque<Job>,
+}
+
+impl ReadyQueue {
+    fn new(order: ReadyOrder) -> ReadyQueue {
+        ReadyQueue {
+            order,
+            q: VecDeque::with_capacity(64),
+        }
+    }
+    #[inline]
+    fn push_woken(&mut self, j: Job) {
+        self.q.push_back(j)
+    }
+    #[inline]
+    fn push_yielded(&mut self, j: Job) {
+        match self.order {
+            ReadyOrder::Lifo => self.q.push_front(j),
+            ReadyOrder::Fifo => self.q.push_back(j),
+        }
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<Job> {
+        match self.order {
+            ReadyOrder::Lifo => self.q.pop_back(),
+            ReadyOrder::Fifo => self.q.pop_front(),
+        }
+    }
+    /// Moves the job at `i` to the position popped next.
+    fn promote(&mut self, i: usize) {
+        if let Some(j) = self.q.remove(i) {
+            match self.order {
+                ReadyOrder::Lifo => self.q.push_back(j),
+                ReadyOrder::Fifo => self.q.push_front(j),
+            }
+        }
+    }
+    /// Removes up to `n` jobs from the end popped last (the coldest).
+    fn take_cold(&mut self, n: usize) -> Vec<Job> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let j = match self.order {
+                ReadyOrder::Lifo => self.q.pop_front(),
+                ReadyOrder::Fifo => self.q.pop_back(),
+            };
+            match j {
+                Some(j) => out.push(j),
+                None => break,
+            }
+        }
+        out
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    /// The index of the first of the next `scan` jobs to be popped that satisfies `pred`.
+    pub(crate) fn find_recent(&self, scan: usize, pred: impl Fn(&Job) -> bool) -> Option<usize> {
+        let n = self.q.len();
+        let k = scan.min(n);
+        match self.order {
+            ReadyOrder::Lifo => (0..k).map(|i| n - 1 - i).find(|&i| pred(&self.q[i])),
+            ReadyOrder::Fifo => (0..k).find(|&i| pred(&self.q[i])),
+        }
+    }
+}
+
+/// Makes the ready job at `i` of the calling worker the next to run.
+pub(crate) fn promote_ready(i: usize) {
+    let c = ctx_ptr();
+    if c.is_null() {
+        return;
+    }
+    // SAFETY: owner-only ready structure of the calling worker; no other borrow is live.
+    unsafe {
+        let w = (*c).worker;
+        if !w.is_null() {
+            (*(*w).ready.get()).promote(i);
+        }
+    }
+}
+
+pub(crate) const AWAKE: u32 = 0;
+pub(crate) const SLEEPING: u32 = 1;
+pub(crate) const NOTIFIED: u32 = 2;
+
+const LOCAL_TASKS: usize = 256;
+const SHARED_TASKS: usize = 4096;
+const LOCAL_STACKS: usize = 16;
+const SHARED_STACKS: usize = 64;
+const SPIN_ROUNDS: u32 = 64;
+const FAIR_TICK: u32 = 61;
+
+/// The part of a worker others may touch.
+pub(crate) struct WorkerShared {
+    pub(crate) stealer: Stealer<Job>,
+    pub(crate) inbox: Mutex<VecDeque<Job>>,
+    pub(crate) inbox_len: AtomicUsize,
+    pub(crate) sleep: CachePadded<AtomicU32>,
+    pub(crate) cpu: Option<usize>,
+    /// Victim worker indices, nearest tier first.
+    pub(crate) steal_tiers: Vec<Vec<usize>>,
+    /// Green threads created / finished by this worker (written by the owner only).
+    pub(crate) spawned: CachePadded<AtomicU64>,
+    pub(crate) finished: AtomicU64,
+    pub(crate) steals: AtomicU64,
+}
+
+impl WorkerShared {
+    pub(crate) fn new(
+        stealer: Stealer<Job>,
+        cpu: Option<usize>,
+        steal_tiers: Vec<Vec<usize>>,
+    ) -> Self {
+        WorkerShared {
+            stealer,
+            inbox: Mutex::new(VecDeque::new()),
+            inbox_len: AtomicUsize::new(0),
+            sleep: CachePadded::new(AtomicU32::new(AWAKE)),
+            cpu,
+            steal_tiers,
+            spawned: CachePadded::new(AtomicU64::new(0)),
+            finished: AtomicU64::new(0),
+            steals: AtomicU64::new(0),
+        }
+    }
+
+    fn push_inbox(&self, j: Job) {
+        let mut q = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back(j);
+        self.inbox_len.store(q.len(), Ordering::Release);
+    }
+
+    fn push_inbox_many(&self, js: Vec<Job>) {
+        let mut q = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        q.extend(js);
+        self.inbox_len.store(q.len(), Ordering::Release);
+    }
+
+    fn pop_inbox(&self) -> Option<Job> {
+        if self.inbox_len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut q = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        let j = q.pop_front();
+        self.inbox_len.store(q.len(), Ordering::Release);
+        j
+    }
+}
+
+/// Runtime-wide state.
+pub(crate) struct Shared {
+    pub(crate) workers: Box<[WorkerShared]>,
+    pub(crate) injector: Injector<Job>,
+    pub(crate) sleepers: CachePadded<AtomicUsize>,
+    pub(crate) idle: CachePadded<AtomicUsize>,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) ext_spawned: AtomicU64,
+    pub(crate) ext_finished: AtomicU64,
+    pub(crate) stack_pool: Mutex<Vec<DefaultStack>>,
+    pub(crate) task_pool: Mutex<Vec<Arc<Task>>>,
+    pub(crate) stack_size: usize,
+    pub(crate) ready_order: ReadyOrder,
+    pub(crate) switch_cost_ns: u64,
+    /// Stack overflows caught and turned into errors.
+    pub(crate) overflows: AtomicU64,
+    /// Stacks mapped (fresh) so far.
+    pub(crate) stacks_mapped: AtomicU64,
+}
+
+impl Shared {
+    /// Green threads created and not finished. Exact once no new ones can be created.
+    pub(crate) fn live(&self) -> u64 {
+        let mut fin = self.ext_finished.load(Ordering::SeqCst);
+        for w in self.workers.iter() {
+            fin += w.finished.load(Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        let mut sp = self.ext_spawned.load(Ordering::SeqCst);
+        for w in self.workers.iter() {
+            sp += w.spawned.load(Ordering::SeqCst);
+        }
+        sp.saturating_sub(fin)
+    }
+
+    /// Wakes one sleeping worker if any (after publishing stealable work).
+    #[inline]
+    pub(crate) fn notify_one(&self, from: usize) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        self.wake_one_slow(from);
+    }
+
+    #[cold]
+    fn wake_one_slow(&self, from: usize) {
+        let n = self.workers.len();
+        for i in 1..=n {
+            let w = &self.workers[(from + i) % n];
+            if w.sleep.load(Ordering::Relaxed) == SLEEPING
+                && w.sleep
+                    .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                sys::futex_wake(&w.sleep, 1);
+                return;
+            }
+        }
+    }
+
+    /// Wakes worker `w` if it sleeps (after putting work in its inbox).
+    pub(crate) fn notify_worker(&self, w: usize) {
+        fence(Ordering::SeqCst);
+        let ws = &self.workers[w];
+        if ws.sleep.load(Ordering::Relaxed) == SLEEPING
+            && ws
+                .sleep
+                .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            sys::futex_wake(&ws.sleep, 1);
+        } else if ws.inbox_len.load(Ordering::Relaxed) > 1 {
+            // The target is busy and work piles up: let an idle worker take some (load balance
+            // wins over placement).
+            self.notify_one(w);
+        }
+    }
+
+    pub(crate) fn notify_all(&self) {
+        fence(Ordering::SeqCst);
+        for w in self.workers.iter() {
+            if w.sleep.swap(NOTIFIED, Ordering::AcqRel) == SLEEPING {
+                sys::futex_wake(&w.sleep, 1);
+            }
+        }
+    }
+
+    /// Workers currently asleep on their futex (or about to be).
+    pub(crate) fn sleeping_workers(&self) -> usize {
+        self.workers
+            .iter()
+            .filter(|w| w.sleep.load(Ordering::Acquire) == SLEEPING)
+            .count()
+    }
+
+    fn take_stack_shared(&self) -> Option<DefaultStack> {
+        self.stack_pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+    }
+}
+
+/// What a thread knows about where it runs: set on workers (and blocking-pool threads).
+pub(crate) struct ThreadCtx {
+    pub(crate) shared: *const Shared,
+    pub(crate) worker: *const WorkerLocal,
+    /// The green thread running now on this worker (null in the scheduler loop).
+    pub(crate) current: Cell<*const Task>,
+}
+
+std::thread_local! {
+    static CTX: Cell<*const ThreadCtx> = const { Cell::new(ptr::null()) };
+}
+
+/// The calling OS thread's context (null outside runtimes). Never inlined: see the module docs.
+#[inline(never)]
+pub(crate) fn ctx_ptr() -> *const ThreadCtx {
+    CTX.with(|c| c.get())
+}
+
+#[inline(never)]
+pub(crate) fn set_ctx(p: *const ThreadCtx) {
+    CTX.with(|c| c.set(p))
+}
+
+/// The green thread running on the calling OS thread, or null.
+#[inline]
+pub(crate) fn current_task_ptr() -> *const Task {
+    let c = ctx_ptr();
+    if c.is_null() {
+        ptr::null()
+    } else {
+        // SAFETY: a non-null context lives as long as its OS thread's worker loop.
+        unsafe { (*c).current.get() }
+    }
+}
+
+/// A strong reference to the running green thread.
+pub(crate) fn current_task_arc() -> Option<Arc<Task>> {
+    let t = current_task_ptr();
+    if t.is_null() {
+        None
+    } else {
+        // SAFETY: the running task is kept alive by its worker's run reference (an Arc).
+        unsafe {
+            Arc::increment_strong_count(t);
+            Some(Arc::from_raw(t))
+        }
+    }
+}
+
+/// The runtime the calling thread belongs to, if any.
+pub(crate) fn current_shared() -> *const Shared {
+    let c = ctx_ptr();
+    if c.is_null() {
+        ptr::null()
+    } else {
+        // SAFETY: as in current_task_ptr.
+        unsafe { (*c).shared }
+    }
+}
+
+/// The index of the worker running the calling code, if it is a worker of some runtime.
+pub(crate) fn current_worker_index() -> Option<usize> {
+    let c = ctx_ptr();
+    if c.is_null() {
+        return None;
+    }
+    // SAFETY: as in current_task_ptr.
+    unsafe {
+        let w = (*c).worker;
+        if w.is_null() {
+            None
+        } else {
+            Some((*w).index)
+        }
+    }
+}
+
+/// Whether the caller is a green thread of the runtime `shared`.
+pub(crate) fn same_runtime_green(shared: *const Shared) -> bool {
+    let c = ctx_ptr();
+    // SAFETY: as in current_task_ptr.
+    !c.is_null()
+        && unsafe {
+            (*c).shared == shared && !(*c).worker.is_null() && !(*c).current.get().is_null()
+        }
+}
+
+/// Gives the worker back from the running green thread.
+///
+/// # Safety
+/// `task` must be the running green thread of the calling OS thread.
+#[inline]
+unsafe fn suspend(task: *const Task, r: Reason) {
+    // SAFETY: the yielder pointer was set when the coroutine started and stays valid while it
+    // runs; we are inside that coroutine.
+    unsafe {
+        let y = *(*task).yielder.get();
+        (*y).suspend(r);
+    }
+}
+
+/// Yields the worker to other ready green threads (an OS-thread yield outside the runtime).
+#[inline]
+pub fn yield_now() {
+    let t = current_task_ptr();
+    if t.is_null() {
+        std::thread::yield_now();
+    } else {
+        // SAFETY: t is the running green thread of this OS thread.
+        unsafe { suspend(t, Reason::Yield) }
+    }
+}
+
+/// Blocks the calling thread until a permit from its unparker is available (green or OS).
+pub(crate) fn park_current() {
+    let t = current_task_ptr();
+    if t.is_null() {
+        std::thread::park();
+        return;
+    }
+    // SAFETY: t is the running green thread, alive while it runs.
+    unsafe {
+        if (*t)
+            .park
+            .compare_exchange(P_NOTIFIED, P_EMPTY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        suspend(t, Reason::Park);
+    }
+}
+
+/// Puts a woken green thread on a run queue (called by `Task::unpark_task`).
+pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
+    // SAFETY: a parked task is unfinished, so its runtime is alive (Runtime::drop waits for
+    // every unfinished green thread).
+    let shared = unsafe { &**task.shared.get() };
+    let n = shared.workers.len();
+    let target = match hint {
+        Placement::Worker(w) if w < n => Some(w),
+        _ => None,
+    };
+    let c = ctx_ptr();
+    // SAFETY: a non-null context is alive; its worker (if any) is the calling OS thread's.
+    unsafe {
+        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
+            let w = &*(*c).worker;
+            if target.is_none() || target == Some(w.index) {
+                (*w.ready.get()).push_woken(Job::Task(task));
+                return;
+            }
+        }
+    }
+    let w = target.unwrap_or_else(|| task.last_worker.load(Ordering::Relaxed) % n);
+    shared.workers[w].push_inbox(Job::Task(task));
+    shared.notify_worker(w);
+}
+
+/// Counts a green thread as finished (for `Runtime::drop`'s wait).
+pub(crate) fn count_finished(t: &Task) {
+    // SAFETY: the task is unfinished until this call, so its runtime is alive.
+    let shared = unsafe { &**t.shared.get() };
+    let c = ctx_ptr();
+    // SAFETY: as above for the context.
+    unsafe {
+        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
+            let w = &*(*c).worker;
+            let f = &shared.workers[w.index].finished;
+            f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
+        } else {
+            shared.ext_finished.fetch_add(1, Ordering::Release);
+        }
+    }
+    if shared.shutdown.load(Ordering::Relaxed) && shared.live() == 0 {
+        shared.notify_all();
+    }
+}
+
+/// Returns a finished control block to the pool of the worker the caller runs on.
+pub(crate) fn recycle(mut task: Arc<Task>) {
+    let c = ctx_ptr();
+    if c.is_null() {
+        return;
+    }
+    // SAFETY: a non-null context is alive; the worker's pools are touched only by its OS thread.
+    unsafe {
+        let w = (*c).worker;
+        if w.is_null() {
+            return;
+        }
+        let w = &*w;
+        if let Some(t) = Arc::get_mut(&mut task) {
+            if t.co.get_mut().is_some() {
+                return;
+            }
+            *t.waiter.get_mut() = None;
+            *t.name.get_mut() = None;
+            *t.scope.get_mut() = None;
+            *t.locals.get_mut() = None;
+            w.put_task(task);
+        }
+    }
+}
+
+/// Creates a green thread for `f` on runtime `shared` and queues it.
+///
+/// # Safety
+/// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
+/// with non-`'static` closures wait for completion before their borrows end.
+pub(crate) unsafe fn spawn_raw<F, T>(
+    shared: &Shared,
+    f: F,
+    with_handle: bool,
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    scope: Option<Arc<task::ScopeShared>>,
+) -> Arc<Task>
+where
+    F: FnOnce() -> T,
+{
+    let c = ctx_ptr();
+    let stack_size = stack_size.unwrap_or(shared.stack_size);
+    // SAFETY: context pointers are alive while non-null; the worker's pools and deque are used
+    // only from its own OS thread, which is the caller.
+    unsafe {
+        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
+            let w = &*(*c).worker;
+            let mut t = w.take_task();
+            Arc::get_mut(&mut t)
+                .expect("pooled control block is unique")
+                .init(f, shared, with_handle, stack_size, name, scope, w.index);
+            let s = &shared.workers[w.index].spawned;
+            s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+            w.deque.push(Job::Task(t.clone()));
+            shared.notify_one(w.index);
+            t
+        } else {
+            let mut t = shared
+                .task_pool
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop()
+                .unwrap_or_else(|| Arc::new(Task::new()));
+            let home = 0;
+            match Arc::get_mut(&mut t) {
+                Some(tm) => tm.init(f, shared, with_handle, stack_size, name, scope, home),
+                None => {
+                    t = Arc::new(Task::new());
+                    Arc::get_mut(&mut t).expect("fresh Arc is unique").init(
+                        f,
+                        shared,
+                        with_handle,
+                        stack_size,
+                        name,
+                        scope,
+                        home,
+                    );
+                }
+            }
+            shared.ext_spawned.fetch_add(1, Ordering::Release);
+            shared.injector.push(Job::Task(t.clone()));
+            shared.notify_one(0);
+            t
+        }
+    }
+}
+
+/// Pushes the stealable half of a `join` on the calling worker's start deque.
+/// Returns the worker index, or `None` when not on a worker.
+pub(crate) fn push_stack_job(r: StackJobRef) -> Option<usize> {
+    let c = ctx_ptr();
+    // SAFETY: as in spawn_raw.
+    unsafe {
+        if c.is_null() || (*c).worker.is_null() {
+            return None;
+        }
+        let w = &*(*c).worker;
+        w.deque.push(Job::Stack(r));
+        (*w.shared).notify_one(w.index);
+        Some(w.index)
+    }
+}
+
+/// Tries to take back the `join` half `r` from the calling worker's deque. Other jobs found above
+/// it (pushed meanwhile by other green threads) go to this worker's inbox, where the worker or a
+/// thief runs them. Returns whether `r` was taken back (the caller then runs it inline).
+pub(crate) fn take_back_stack_job(r: StackJobRef, pushed_on: usize) -> bool {
+    let c = ctx_ptr();
+    // SAFETY: as in spawn_raw.
+    unsafe {
+        if c.is_null() || (*c).worker.is_null() {
+            return false;
+        }
+        let w = &*(*c).worker;
+        if w.index != pushed_on {
+            return false;
+        }
+        let mut others = Vec::new();
+        let mut found = false;
+        while let Some(j) = w.deque.pop() {
+            match j {
+                Job::Stack(s) if s.data == r.data => {
+                    found = true;
+                    break;
+                }
+                other => others.push(other),
+            }
+        }
+        if !others.is_empty() {
+            let shared = &*w.shared;
+            shared.workers[w.index].push_inbox_many(others);
+            shared.notify_one(w.index);
+        }
+        found
+    }
+}
+
+/// The owner-only part of a worker; lives on the worker OS thread's stack.
+pub(crate) struct WorkerLocal {
+    pub(crate) index: usize,
+    pub(crate) shared: *const Shared,
+    pub(crate) deque: Deque<Job>,
+    pub(crate) ready: UnsafeCell<ReadyQueue>,
+    stacks: UnsafeCell<Vec<DefaultStack>>,
+    tasks: UnsafeCell<Vec<Arc<Task>>>,
+    pub(crate) ctx: ThreadCtx,
+    tick: Cell<u32>,
+    rng: Cell<u64>,
+}
+
+impl WorkerLocal {
+    pub(crate) fn new(index: usize, shared: &Arc<Shared>, deque: Deque<Job>) -> WorkerLocal {
+        WorkerLocal {
+            index,
+            shared: Arc::as_ptr(shared),
+            deque,
+            ready: UnsafeCell::new(ReadyQueue::new(shared.ready_order)),
+            stacks: UnsafeCell::new(Vec::new()),
+            tasks: UnsafeCell::new(Vec::new()),
+            ctx: ThreadCtx {
+                shared: Arc::as_ptr(shared),
+                worker: ptr::null(),
+                current: Cell::new(ptr::null()),
+            },
+            tick: Cell::new(0),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
+        }
+    }
+
+    #[inline]
+    fn shared(&self) -> &Shared {
+        // SAFETY: the worker holds an Arc<Shared> for as long as its loop runs.
+        unsafe { &*self.shared }
+    }
+
+    fn take_task(&self) -> Arc<Task> {
+        // SAFETY: owner-only pool, no borrow escapes this block.
+        let pool = unsafe { &mut *self.tasks.get() };
+        if let Some(t) = pool.pop() {
+            return t;
+        }
+        {
+            let mut g = self
+                .shared()
+                .task_pool
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let k = g.len().min(32);
+            let at = g.len() - k;
+            pool.extend(g.drain(at..));
+        }
+        pool.pop().unwrap_or_else(|| Arc::new(Task::new()))
+    }
+
+    fn put_task(&self, t: Arc<Task>) {
+        // SAFETY: owner-only pool.
+        let pool = unsafe { &mut *self.tasks.get() };
+        if pool.len() < LOCAL_TASKS {
+            pool.push(t);
+            return;
+        }
+        let mut g = self
+            .shared()
+            .task_pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let k = LOCAL_TASKS / 2;
+        if g.len() + k <= SHARED_TASKS {
+            let at = pool.len() - k;
+            g.extend(pool.drain(at..));
+        }
+        drop(g);
+        pool.push(t);
+        pool.truncate(LOCAL_TASKS);
+    }
+
+    fn take_stack(&self, size: usize) -> Result<DefaultStack, std::io::Error> {
+        let shared = self.shared();
+        if size == shared.stack_size {
+            // SAFETY: owner-only pool.
+            let pool = unsafe { &mut *self.stacks.get() };
+            if let Some(s) = pool.pop() {
+                return Ok(s);
+            }
+            if let Some(s) = shared.take_stack_shared() {
+                return Ok(s);
+            }
+        }
+        shared.stacks_mapped.fetch_add(1, Ordering::Relaxed);
+        DefaultStack::new(size)
+    }
+
+    fn put_stack(&self, s: DefaultStack, size: usize) {
+        let shared = self.shared();
+        if size != shared.stack_size {
+            return;
+        }
+        // SAFETY: owner-only pool.
+        let pool = unsafe { &mut *self.stacks.get() };
+        if pool.len() < LOCAL_STACKS {
+            pool.push(s);
+            return;
+        }
+        let mut g = shared.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() < SHARED_STACKS {
+            g.push(s);
+        }
+    }
+
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    fn ready(&self) -> &mut ReadyQueue {
+        // SAFETY: owner-only; callers never hold the borrow across a resume.
+        unsafe { &mut *self.ready.get() }
+    }
+
+    fn next_rand(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x
+    }
+
+    /// Local work, in order: (fairness tick: inbox, injector, start deque), ready structure,
+    /// inbox, start deque.
+    #[inline]
+    fn next_local(&self) -> Option<Job> {
+        let shared = self.shared();
+        let me = &shared.workers[self.index];
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick.is_multiple_of(FAIR_TICK) {
+            if let Some(j) = me.pop_inbox() {
+                return Some(j);
+            }
+            if let Steal::Success(j) = shared.injector.steal() {
+                return Some(j);
+            }
+            if let Some(j) = self.deque.pop() {
+                return Some(j);
+            }
+        }
+        let ready = self.ready();
+        if let Some(j) = ready.pop() {
+            if ready.len() > 1 && shared.idle.load(Ordering::Relaxed) > 0 {
+                self.spill();
+            }
+            return Some(j);
+        }
+        if let Some(j) = me.pop_inbox() {
+            return Some(j);
+        }
+        self.deque.pop()
+    }
+
+    /// Offers half of the ready threads to idle workers through the inbox.
+    #[cold]
+    fn spill(&self) {
+        let ready = self.ready();
+        let k = ready.len() / 2;
+        if k == 0 {
+            return;
+        }
+        let cold = ready.take_cold(k);
+        let shared = self.shared();
+        shared.workers[self.index].push_inbox_many(cold);
+        shared.notify_one(self.index);
+    }
+
+    /// Steals: own inbox, then victims tier by tier (their start deques, then inboxes), then the
+    /// injector.
+    fn steal(&self) -> Option<Job> {
+        let shared = self.shared();
+        let me = &shared.workers[self.index];
+        if let Some(j) = me.pop_inbox() {
+            return Some(j);
+        }
+        for tier in &me.steal_tiers {
+            let n = tier.len();
+            let start = (self.next_rand() as usize) % n;
+            for i in 0..n {
+                let v = &shared.workers[tier[(start + i) % n]];
+                loop {
+                    match v.stealer.steal() {
+                        Steal::Success(j) => {
+                            me.steals.fetch_add(1, Ordering::Relaxed);
+                            return Some(j);
+                        }
+                        Steal::Retry => continue,
+                        Steal::Empty => break,
+                    }
+                }
+                if let Some(j) = v.pop_inbox() {
+                    me.steals.fetch_add(1, Ordering::Relaxed);
+                    return Some(j);
+                }
+            }
+        }
+        loop {
+            match shared.injector.steal() {
+                Steal::Success(j) => return Some(j),
+                Steal::Retry => continue,
+                Steal::Empty => return None,
+            }
+        }
+    }
+
+    /// The scheduler loop. Returns when the runtime shuts down and no green thread is left.
+    pub(crate) fn run_loop(&self) {
+        let shared = self.shared();
+        let mut woke = false;
+        loop {
+            if let Some(j) = self.next_local() {
+                self.run(j);
+                continue;
+            }
+            if let Some(j) = self.steal() {
+                if woke {
+                    // Wake chain: there may be more work than the publishers' wakes covered.
+                    shared.notify_one(self.index);
+                    woke = false;
+                }
+                self.run(j);
+                continue;
+            }
+            match self.idle() {
+                Idle::Found(j) => {
+                    if woke {
+                        shared.notify_one(self.index);
+                    }
+                    woke = false;
+                    self.run(j)
+                }
+                Idle::Woke => woke = true,
+                Idle::Exit => return,
+            }
+        }
+    }
+
+    fn idle(&self) -> Idle {
+        let shared = self.shared();
+        shared.idle.fetch_add(1, Ordering::SeqCst);
+        let r = self.idle_inner(shared);
+        shared.idle.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
+    fn idle_inner(&self, shared: &Shared) -> Idle {
+        for round in 0..SPIN_ROUNDS {
+            if let Some(j) = self.steal() {
+                return Idle::Found(j);
+            }
+            if shared.shutdown.load(Ordering::Acquire) && shared.live() == 0 {
+                return Idle::Exit;
+            }
+            for _ in 0..(1u32 << (round / 8).min(6)) {
+                std::hint::spin_loop();
+            }
+        }
+        let me = &shared.workers[self.index];
+        me.sleep.store(SLEEPING, Ordering::SeqCst);
+        shared.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let found = self.steal();
+        let exit = found.is_none() && shared.shutdown.load(Ordering::SeqCst) && shared.live() == 0;
+        if found.is_none() && !exit {
+            while me.sleep.load(Ordering::Acquire) == SLEEPING {
+                sys::futex_wait(&me.sleep, SLEEPING);
+            }
+        }
+        me.sleep.store(AWAKE, Ordering::SeqCst);
+        shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+        match found {
+            Some(j) => Idle::Found(j),
+            None if exit => Idle::Exit,
+            None => Idle::Woke,
+        }
+    }
+
+    /// Runs one job until it finishes, yields or parks.
+    fn run(&self, job: Job) {
+        let task = match job {
+            Job::Task(t) => t,
+            Job::Stack(r) => {
+                let run = StackRun(r);
+                // SAFETY: the stack job stays alive until it reports done (its owner waits).
+                unsafe { spawn_job_local(self, move || run.run()) }
+            }
+        };
+        self.run_task(task);
+    }
+
+    fn run_task(&self, task: Arc<Task>) {
+        let t: &Task = &task;
+        // SAFETY: we hold the task's run reference, so its plain fields are ours.
+        unsafe {
+            let co = &mut *t.co.get();
+            if co.is_none() {
+                if !t.claim() {
+                    // Its joiner ran it inline already; this queue entry is stale.
+                    return;
+                }
+                let size = *t.stack_size.get();
+                match self.take_stack(size) {
+                    Ok(stack) => {
+                        let tp = t as *const Task as usize;
+                        *t.stack_limit.get() = corosensei::stack::Stack::limit(&stack).get();
+                        let c = Co::with_stack(stack, move |y, ()| green_entry(tp, y));
+                        *t.trap.get() = Some(c.trap_handler());
+                        *co = Some(c);
+                    }
+                    Err(e) => {
+                        let msg = format!(
+                            "footprint: could not map a {size}-byte stack for green thread {}: {e}",
+                            describe(t)
+                        );
+                        crate::task::fail_unrun(t, Box::new(msg));
+                        t.complete();
+                        count_finished(t);
+                        recycle(task);
+                        return;
+                    }
+                }
+            }
+            debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
+            t.last_worker.store(self.index, Ordering::Relaxed);
+            self.ctx.current.set(t);
+            let r = co.as_mut().expect("coroutine present").resume(());
+            self.ctx.current.set(ptr::null());
+            match r {
+                CoroutineResult::Yield(Reason::Yield) => self.ready().push_yielded(Job::Task(task)),
+                CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
+                CoroutineResult::Return(exit) => {
+                    *t.trap.get() = None;
+                    let co = (*t.co.get()).take().expect("coroutine present");
+                    let size = *t.stack_size.get();
+                    if exit == Exit::Overflow {
+                        let msg = format!(
+                            "footprint: green thread {} overflowed its stack of {size} bytes; give it a larger one with Builder::stack_size",
+                            describe(t)
+                        );
+                        crate::task::fail_running(t, Box::new(msg));
+                        self.shared().overflows.fetch_add(1, Ordering::Relaxed);
+                        // The stack was abandoned mid-call; do not reuse it.
+                        drop(co.into_stack());
+                    } else {
+                        self.put_stack(co.into_stack(), size);
+                    }
+                    t.complete();
+                    count_finished(t);
+                    recycle(task);
+                }
+            }
+        }
+    }
+
+    fn finish_park(&self, task: Arc<Task>) {
+        let raw = Arc::into_raw(task);
+        // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
+        // leaked until an unparker takes it back.
+        unsafe {
+            if (*raw)
+                .park
+                .compare_exchange(P_EMPTY, P_PARKED, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // A permit arrived between the park request and now: consume it and run again.
+                let task = Arc::from_raw(raw);
+                task.park.store(P_EMPTY, Ordering::Release);
+                self.ready().push_woken(Job::Task(task));
+            }
+        }
+    }
+}
+
+enum Idle {
+    Found(Job),
+    Woke,
+    Exit,
+}
+
+struct StackRun(StackJobRef);
+
+impl StackRun {
+    fn run(self) {
+        // SAFETY: the job's owner keeps it alive until exec reports completion.
+        unsafe { (self.0.exec)(self.0.data) }
+    }
+}
+
+/// Creates a detached green thread on worker `w` (not queued) for a stolen join half.
+///
+/// # Safety
+/// As for [`spawn_raw`].
+unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
+    let shared = w.shared();
+    let mut t = w.take_task();
+    Arc::get_mut(&mut t)
+        .expect("pooled control block is unique")
+        .init(f, shared, false, shared.stack_size, None, None, w.index);
+    let s = &shared.workers[w.index].spawned;
+    s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+    t
+}
+
+/// The first frame on every green-thread stack.
+fn green_entry(tp: usize, y: &crate::task::GreenYielder) -> Exit {
+    let t = tp as *const Task;
+    // SAFETY: the worker holds the run reference while the coroutine runs; the yielder lives on
+    // this stack for the coroutine's whole life.
+    unsafe {
+        *(*t).yielder.get() = y;
+        (*t).run_job_in_place();
+        crate::local::clear_task_locals(&*t);
+    }
+    Exit::Finished
+}
+
+/// "'name'" or "<unnamed>" for messages.
+pub(crate) fn describe(t: &Task) -> String {
+    match t.name() {
+        Some(n) => format!("'{n}'"),
+        None => "<unnamed>".to_string(),
+    }
+}

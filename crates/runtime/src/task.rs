@@ -1,0 +1,645 @@
+//! Green-thread control blocks ("tasks"), their job/result slot, and join handles.
+//!
+//! A [`Task`] is the control block of one green thread (ELiTE's TCB). It is reference counted
+//! (`Arc`), pooled per worker, and owns a coroutine (with its stack) only while the thread has
+//! started and not finished: a spawned-but-not-started thread owns no stack.
+//!
+//! The closure of a green thread and later its result live in an inline slot of the control block
+//! when they fit (64 bytes), else in one box; so a spawn from a pooled control block allocates
+//! nothing for small closures.
+
+use crate::sched::{self, Shared};
+use corosensei::{Coroutine, Yielder};
+use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::mem::{self, MaybeUninit};
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Why a green thread gave its worker back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// Requeue me behind the other ready threads.
+    Yield,
+    /// Park me (the park protocol finishes on the worker's stack).
+    Park,
+}
+
+/// What a coroutine returns: normal completion or a recovered stack overflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exit {
+    Finished,
+    Overflow,
+}
+
+pub(crate) type Co = Coroutine<(), Reason, Exit, corosensei::stack::DefaultStack>;
+pub(crate) type GreenYielder = Yielder<(), Reason>;
+
+/// Lifecycle of a task.
+pub(crate) const LIFE_NEW: u8 = 0;
+pub(crate) const LIFE_RUNNING: u8 = 1;
+pub(crate) const LIFE_DONE: u8 = 2;
+
+/// `handle` bits: a join handle exists / the result is written / a waiter is registered.
+pub(crate) const H_HANDLE: u8 = 1;
+pub(crate) const H_DONE: u8 = 2;
+pub(crate) const H_WAITER: u8 = 4;
+
+/// Park states.
+pub(crate) const P_EMPTY: u8 = 0;
+pub(crate) const P_NOTIFIED: u8 = 1;
+pub(crate) const P_PARKED: u8 = 2;
+
+const SLOT_WORDS: usize = 8;
+
+/// Inline storage for a job and then its result.
+#[repr(C, align(16))]
+pub(crate) struct Slot(MaybeUninit<[usize; SLOT_WORDS]>);
+
+/// What a slot holds.
+enum Stored<F, T> {
+    Job(F),
+    Done(std::thread::Result<T>),
+}
+
+/// Type-erased operations on a slot; one static table per `(F, T)`.
+pub(crate) struct JobVtable {
+    /// Runs the job and stores its result; returns whether it panicked.
+    run: unsafe fn(*mut Slot) -> bool,
+    /// Drops a job that never ran.
+    drop_job: unsafe fn(*mut Slot),
+    /// Moves the result out into `out` (a `*mut MaybeUninit<thread::Result<T>>`).
+    take_result: unsafe fn(*mut Slot, *mut ()),
+    /// Drops the result, returning the panic payload if it was an `Err`.
+    dispose: unsafe fn(*mut Slot) -> Option<Box<dyn Any + Send>>,
+    /// Stores `Err(payload)` as the result; drops the job first when it never ran.
+    write_err: unsafe fn(*mut Slot, Box<dyn Any + Send>, bool),
+}
+
+const fn fits<S>() -> bool {
+    mem::size_of::<S>() <= mem::size_of::<Slot>() && mem::align_of::<S>() <= mem::align_of::<Slot>()
+}
+
+/// Where the `Stored<F, T>` of a slot is.
+///
+/// # Safety
+/// The slot must hold a `Stored<F, T>` written by [`write_job`].
+unsafe fn stored_ptr<F, T>(slot: *mut Slot) -> *mut Stored<F, T> {
+    if fits::<Stored<F, T>>() {
+        slot.cast()
+    } else {
+        // SAFETY: a boxed slot holds the box's raw pointer (see write_job).
+        unsafe { *slot.cast::<*mut Stored<F, T>>() }
+    }
+}
+
+/// Frees the box of a boxed slot (after its content was moved out or dropped).
+///
+/// # Safety
+/// The slot must hold a boxed `Stored<F, T>` whose content is already gone.
+unsafe fn free_box<F, T>(slot: *mut Slot) {
+    if !fits::<Stored<F, T>>() {
+        // SAFETY: the pointer came from Box::into_raw of a MaybeUninit-compatible layout; the
+        // content was moved out, so we free the allocation without dropping it.
+        unsafe {
+            let p = *slot.cast::<*mut Stored<F, T>>();
+            drop(Box::from_raw(p.cast::<MaybeUninit<Stored<F, T>>>()));
+        }
+    }
+}
+
+unsafe fn run_job<F: FnOnce() -> T, T>(slot: *mut Slot) -> bool {
+    // SAFETY: the caller guarantees the slot holds Stored::Job(F) and that we own it now.
+    unsafe {
+        let p = stored_ptr::<F, T>(slot);
+        let f = match ptr::read(p) {
+            Stored::Job(f) => f,
+            Stored::Done(_) => unreachable!("job slot ran twice"),
+        };
+        let r = panic::catch_unwind(AssertUnwindSafe(f));
+        let panicked = r.is_err();
+        ptr::write(p, Stored::Done(r));
+        panicked
+    }
+}
+
+unsafe fn drop_job<F: FnOnce() -> T, T>(slot: *mut Slot) {
+    // SAFETY: the slot holds an unrun job that nobody else will touch.
+    unsafe {
+        ptr::drop_in_place(stored_ptr::<F, T>(slot));
+        free_box::<F, T>(slot);
+    }
+}
+
+unsafe fn take_result<F: FnOnce() -> T, T>(slot: *mut Slot, out: *mut ()) {
+    // SAFETY: the slot holds Stored::Done; `out` points to MaybeUninit<thread::Result<T>>.
+    unsafe {
+        let p = stored_ptr::<F, T>(slot);
+        match ptr::read(p) {
+            Stored::Done(r) => ptr::write(out.cast::<std::thread::Result<T>>(), r),
+            Stored::Job(_) => unreachable!("result taken before the job ran"),
+        }
+        free_box::<F, T>(slot);
+    }
+}
+
+unsafe fn dispose<F: FnOnce() -> T, T>(slot: *mut Slot) -> Option<Box<dyn Any + Send>> {
+    // SAFETY: the slot holds Stored::Done and we are its only disposer.
+    unsafe {
+        let p = stored_ptr::<F, T>(slot);
+        let r = match ptr::read(p) {
+            Stored::Done(r) => r,
+            Stored::Job(_) => unreachable!("result disposed before the job ran"),
+        };
+        free_box::<F, T>(slot);
+        // Drop an Ok value here; a panic in its destructor must not escape into the scheduler.
+        match r {
+            Ok(v) => {
+                let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(v)));
+                None
+            }
+            Err(e) => Some(e),
+        }
+    }
+}
+
+unsafe fn write_err<F: FnOnce() -> T, T>(
+    slot: *mut Slot,
+    payload: Box<dyn Any + Send>,
+    unrun: bool,
+) {
+    // SAFETY: the caller owns the slot; when `unrun` it holds the job, else the job was moved out
+    // (by a run that was abandoned) and the slot's bytes are free.
+    unsafe {
+        let p = stored_ptr::<F, T>(slot);
+        if unrun {
+            ptr::drop_in_place(p);
+        }
+        ptr::write(p, Stored::Done(Err(payload)));
+    }
+}
+
+struct VtableFor<F, T>(PhantomData<(F, T)>);
+
+impl<F: FnOnce() -> T, T> VtableFor<F, T> {
+    const VTABLE: JobVtable = JobVtable {
+        run: run_job::<F, T>,
+        drop_job: drop_job::<F, T>,
+        take_result: take_result::<F, T>,
+        dispose: dispose::<F, T>,
+        write_err: write_err::<F, T>,
+    };
+}
+
+/// A parked thread's way back: a green thread or an OS thread.
+pub(crate) enum Waiter {
+    Green(Arc<Task>),
+    Os(std::thread::Thread),
+}
+
+impl Waiter {
+    /// The calling thread as a waiter.
+    pub(crate) fn current() -> Waiter {
+        match sched::current_task_arc() {
+            Some(t) => Waiter::Green(t),
+            None => Waiter::Os(std::thread::current()),
+        }
+    }
+
+    pub(crate) fn wake(self) {
+        match self {
+            Waiter::Green(t) => t.unpark(Placement::Anywhere),
+            Waiter::Os(t) => t.unpark(),
+        }
+    }
+
+    pub(crate) fn wake_by_ref(&self) {
+        match self {
+            Waiter::Green(t) => t.unpark(Placement::Anywhere),
+            Waiter::Os(t) => t.unpark(),
+        }
+    }
+}
+
+/// Completion of a scope: its pending count, first panic and owner.
+pub(crate) struct ScopeShared {
+    pub(crate) pending: AtomicUsize,
+    pub(crate) owner: Waiter,
+    pub(crate) panic: std::sync::Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl ScopeShared {
+    pub(crate) fn record_panic(&self, payload: Box<dyn Any + Send>) {
+        let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(payload);
+        }
+    }
+
+    pub(crate) fn task_done(self: Arc<ScopeShared>) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.owner.wake_by_ref();
+        }
+    }
+}
+
+/// The control block of one green thread.
+pub(crate) struct Task {
+    /// LIFE_*.
+    pub(crate) life: AtomicU8,
+    /// H_* bits.
+    pub(crate) handle: AtomicU8,
+    /// P_* park state.
+    pub(crate) park: AtomicU8,
+    /// Published priority class (the scheduler hook's cell).
+    pub(crate) class: ClassCell,
+    /// The worker it last ran on.
+    pub(crate) last_worker: AtomicUsize,
+    /// The runtime it belongs to. Valid while the task is not finished (a runtime outlives its
+    /// unfinished green threads: `Runtime::drop` waits for them).
+    pub(crate) shared: UnsafeCell<*const Shared>,
+    /// Who joins it.
+    pub(crate) waiter: UnsafeCell<Option<Waiter>>,
+    pub(crate) co: UnsafeCell<Option<Co>>,
+    pub(crate) yielder: UnsafeCell<*const GreenYielder>,
+    pub(crate) slot: UnsafeCell<Slot>,
+    pub(crate) vtable: UnsafeCell<&'static JobVtable>,
+    pub(crate) scope: UnsafeCell<Option<Arc<ScopeShared>>>,
+    pub(crate) name: UnsafeCell<Option<Arc<str>>>,
+    pub(crate) stack_size: UnsafeCell<usize>,
+    pub(crate) locals: UnsafeCell<Option<Box<crate::local::Locals>>>,
+    /// Whether the job panicked (set on completion).
+    pub(crate) panicked: UnsafeCell<bool>,
+    /// Trap handler of the running coroutine and the lowest address of its stack mapping (the
+    /// guard page), read by the SIGSEGV handler on the same OS thread.
+    pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
+    pub(crate) stack_limit: UnsafeCell<usize>,
+}
+
+// SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
+// (the worker running it, or the creator before it is published) or, for the slot after
+// completion, by the single disposer chosen through the `handle` bits. Every hand-over goes
+// through an atomic with Release/Acquire ordering.
+unsafe impl Send for Task {}
+// SAFETY: as above.
+unsafe impl Sync for Task {}
+
+static EMPTY_VTABLE: JobVtable = VtableFor::<fn(), ()>::VTABLE;
+
+impl Task {
+    pub(crate) fn new() -> Task {
+        Task {
+            life: AtomicU8::new(LIFE_NEW),
+            handle: AtomicU8::new(0),
+            park: AtomicU8::new(P_EMPTY),
+            class: ClassCell::new(PriorityClass::Running),
+            last_worker: AtomicUsize::new(0),
+            shared: UnsafeCell::new(ptr::null()),
+            waiter: UnsafeCell::new(None),
+            co: UnsafeCell::new(None),
+            yielder: UnsafeCell::new(ptr::null()),
+            slot: UnsafeCell::new(Slot(MaybeUninit::uninit())),
+            vtable: UnsafeCell::new(&EMPTY_VTABLE),
+            scope: UnsafeCell::new(None),
+            name: UnsafeCell::new(None),
+            stack_size: UnsafeCell::new(0),
+            locals: UnsafeCell::new(None),
+            panicked: UnsafeCell::new(false),
+            trap: UnsafeCell::new(None),
+            stack_limit: UnsafeCell::new(0),
+        }
+    }
+
+    /// Prepares a pooled (unique) control block for a new green thread running `f`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn init<F, T>(
+        &mut self,
+        f: F,
+        shared: *const Shared,
+        with_handle: bool,
+        stack_size: usize,
+        name: Option<Arc<str>>,
+        scope: Option<Arc<ScopeShared>>,
+        worker: usize,
+    ) where
+        F: FnOnce() -> T,
+    {
+        *self.life.get_mut() = LIFE_NEW;
+        *self.handle.get_mut() = if with_handle { H_HANDLE } else { 0 };
+        *self.park.get_mut() = P_EMPTY;
+        self.class.set(PriorityClass::Running);
+        *self.last_worker.get_mut() = worker;
+        *self.shared.get_mut() = shared;
+        *self.waiter.get_mut() = None;
+        debug_assert!(self.co.get_mut().is_none());
+        *self.yielder.get_mut() = ptr::null();
+        *self.vtable.get_mut() = &VtableFor::<F, T>::VTABLE;
+        *self.scope.get_mut() = scope;
+        *self.name.get_mut() = name;
+        *self.stack_size.get_mut() = stack_size;
+        *self.panicked.get_mut() = false;
+        let slot = self.slot.get_mut() as *mut Slot;
+        // SAFETY: the slot is free (a pooled block has no job or result left) and sized/aligned
+        // for Stored<F, T> or for a pointer to its box.
+        unsafe {
+            if fits::<Stored<F, T>>() {
+                ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));
+            } else {
+                let b = Box::into_raw(Box::new(Stored::<F, T>::Job(f)));
+                ptr::write(slot.cast::<*mut Stored<F, T>>(), b);
+            }
+        }
+    }
+
+    /// Runs the job in place (on whatever stack calls this). The caller holds the run reference.
+    ///
+    /// # Safety
+    /// The task must be LIFE_RUNNING, with an unrun job, and run by exactly one thread.
+    pub(crate) unsafe fn run_job_in_place(&self) {
+        // SAFETY: per the contract we own the slot and the vtable matches it.
+        unsafe {
+            let vt = *self.vtable.get();
+            let panicked = (vt.run)(self.slot.get());
+            *self.panicked.get() = panicked;
+        }
+    }
+
+    /// Publishes completion: wakes the joiner, disposes a detached result, counts the scope down.
+    ///
+    /// # Safety
+    /// Called once, by the run-reference holder, after the job ran.
+    pub(crate) unsafe fn complete(&self) {
+        // SAFETY: we hold the run reference (contract), so the plain fields are ours until the
+        // `handle` RMW publishes the result.
+        unsafe {
+            let scope = (*self.scope.get()).take();
+            self.life.store(LIFE_DONE, Ordering::Release);
+            let prev = self.handle.fetch_or(H_DONE, Ordering::AcqRel);
+            if prev & H_HANDLE == 0 {
+                // Detached: nobody will take the result, so drop it (or hand a panic to the scope).
+                let vt = *self.vtable.get();
+                if let Some(payload) = (vt.dispose)(self.slot.get()) {
+                    if let Some(s) = &scope {
+                        s.record_panic(payload);
+                    } else {
+                        drop_payload(payload);
+                    }
+                }
+            }
+            if prev & H_WAITER != 0 {
+                if let Some(w) = (*self.waiter.get()).take() {
+                    w.wake();
+                }
+            }
+            if let Some(s) = scope {
+                s.task_done();
+            }
+        }
+    }
+
+    /// Drops a job that never ran (runtime teardown) and completes the task with a "cancelled"
+    /// panic payload so that a joiner does not wait forever.
+    ///
+    /// # Safety
+    /// The task must be LIFE_NEW and exclusively owned by the caller (claimed through `life`).
+    #[allow(dead_code)]
+    pub(crate) unsafe fn cancel(&self) {
+        // SAFETY: exclusive by contract.
+        unsafe {
+            let vt = *self.vtable.get();
+            (vt.drop_job)(self.slot.get());
+        }
+    }
+
+    /// Claims a never-started task for running (on a worker or inline by its joiner).
+    #[inline]
+    pub(crate) fn claim(&self) -> bool {
+        self.life.load(Ordering::Relaxed) == LIFE_NEW
+            && self
+                .life
+                .compare_exchange(LIFE_NEW, LIFE_RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// The green thread's name, if it has one.
+    pub(crate) fn name(&self) -> Option<Arc<str>> {
+        // SAFETY: the name is written before the task is published and read only while the task
+        // runs (by the thread itself or the worker running it).
+        unsafe { (*self.name.get()).clone() }
+    }
+
+    /// Makes a permit available and schedules the thread if it is parked.
+    pub(crate) fn unpark_task(self: &Task, hint: Placement) {
+        let mut s = self.park.load(Ordering::Acquire);
+        loop {
+            match s {
+                P_NOTIFIED => return,
+                P_EMPTY => match self.park.compare_exchange_weak(
+                    P_EMPTY,
+                    P_NOTIFIED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return,
+                    Err(x) => s = x,
+                },
+                _ => match self.park.compare_exchange_weak(
+                    P_PARKED,
+                    P_EMPTY,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => {
+                        // SAFETY: a parked task's run reference was leaked with Arc::into_raw by
+                        // the worker that parked it; winning PARKED -> EMPTY makes it ours.
+                        let task = unsafe { Arc::from_raw(self as *const Task) };
+                        sched::schedule_woken(task, hint);
+                        return;
+                    }
+                    Err(x) => s = x,
+                },
+            }
+        }
+    }
+}
+
+impl Unpark for Task {
+    fn unpark(&self, hint: Placement) {
+        self.unpark_task(hint)
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        // A task dropped while NEW still holds its job (e.g. the runtime dropped queued work).
+        if *self.life.get_mut() == LIFE_NEW && !(*self.shared.get_mut()).is_null() {
+            // SAFETY: we are the last owner; the job never ran.
+            unsafe { self.cancel() };
+        }
+    }
+}
+
+/// Completes a never-run job with an error (e.g. no stack could be mapped for it).
+///
+/// # Safety
+/// The caller holds the run reference of a claimed task whose job has not run.
+pub(crate) unsafe fn fail_unrun(t: &Task, payload: Box<dyn Any + Send>) {
+    // SAFETY: per the contract.
+    unsafe {
+        let vt = *t.vtable.get();
+        (vt.write_err)(t.slot.get(), payload, true);
+        *t.panicked.get() = true;
+    }
+}
+
+/// Completes a job whose run was abandoned (stack overflow) with an error.
+///
+/// # Safety
+/// The caller holds the run reference; the job was moved out of the slot and never stored a
+/// result.
+pub(crate) unsafe fn fail_running(t: &Task, payload: Box<dyn Any + Send>) {
+    // SAFETY: per the contract.
+    unsafe {
+        let vt = *t.vtable.get();
+        (vt.write_err)(t.slot.get(), payload, false);
+        *t.panicked.get() = true;
+    }
+}
+
+/// Drops a panic payload without letting a panicking destructor escape.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(inner) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        mem::forget(inner);
+    }
+}
+
+/// Waits for a task to finish and moves its result out.
+///
+/// # Safety
+/// `task` must carry a job of result type `T` and the caller must own its join handle.
+pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
+    let t = &*task;
+    if t.handle.load(Ordering::Acquire) & H_DONE == 0 {
+        // Fast path: a green thread that has not started yet runs inline on the joiner's stack
+        // (same runtime only), with no stack, no switch and no queue round trip.
+        if sched::same_runtime_green(unsafe { *t.shared.get() }) && t.claim() {
+            // SAFETY: we won the claim, so we hold the run reference now. The joiner is the
+            // running green thread; its green-locals are set aside so the inline thread starts
+            // with its own (empty) set, as it would on a stack of its own.
+            unsafe {
+                let me = sched::current_task_ptr();
+                let saved = (*(*me).locals.get()).take();
+                t.run_job_in_place();
+                let me = sched::current_task_ptr();
+                crate::local::clear_task_locals(&*me);
+                *(*me).locals.get() = saved;
+                t.complete();
+            }
+            sched::count_finished(t);
+        } else {
+            // SAFETY: the waiter cell is ours until we publish H_WAITER.
+            unsafe { *t.waiter.get() = Some(Waiter::current()) };
+            let prev = t.handle.fetch_or(H_WAITER, Ordering::AcqRel);
+            if prev & H_DONE != 0 {
+                // Completed meanwhile: the completer saw no waiter, so the cell is still ours.
+                // SAFETY: as above.
+                unsafe { (*t.waiter.get()).take() };
+            } else {
+                while t.handle.load(Ordering::Acquire) & H_DONE == 0 {
+                    sched::park_current();
+                }
+            }
+        }
+    }
+    let mut out = MaybeUninit::<std::thread::Result<T>>::uninit();
+    // SAFETY: H_DONE is set (Acquire) so the result is written; we own the handle, so we are the
+    // only one taking it. The vtable's T is ours by contract.
+    unsafe {
+        let vt = *t.vtable.get();
+        (vt.take_result)(t.slot.get(), out.as_mut_ptr().cast());
+    }
+    t.handle.store(0, Ordering::Release);
+    sched::recycle(task);
+    // SAFETY: take_result initialised it.
+    unsafe { out.assume_init() }
+}
+
+/// Detaches a task: its result will be dropped by whoever finishes last.
+/// A panic payload found this way goes to `scope` when the task belongs to one.
+pub(crate) fn detach_task(task: Arc<Task>, scope: Option<&ScopeShared>) {
+    let prev = task.handle.fetch_and(!H_HANDLE, Ordering::AcqRel);
+    if prev & H_DONE != 0 {
+        // SAFETY: completion saw our handle and left the result to us.
+        unsafe {
+            let vt = *task.vtable.get();
+            if let Some(p) = (vt.dispose)(task.slot.get()) {
+                match scope {
+                    Some(s) => s.record_panic(p),
+                    None => drop_payload(p),
+                }
+            }
+        }
+        sched::recycle(task);
+    }
+}
+
+/// Owned permission to join a green thread. Dropping it detaches the thread.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let v = rt.block_on(|| footprint_runtime::spawn(|| 6 * 7).join().unwrap());
+/// assert_eq!(v, 42);
+/// ```
+pub struct JoinHandle<T> {
+    pub(crate) task: Option<Arc<Task>>,
+    pub(crate) _marker: PhantomData<fn() -> T>,
+}
+
+// SAFETY: the handle only moves the result (T: Send) to the joining thread.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: &JoinHandle exposes only `is_finished` and `name`.
+unsafe impl<T> Sync for JoinHandle<T> {}
+
+impl<T> JoinHandle<T> {
+    /// Waits for the green thread to finish and returns its value, or `Err(payload)` if it
+    /// panicked (or overflowed its stack, with a `String` payload saying so). A thread that has
+    /// not started yet when it is joined from a green thread of the same runtime runs inline on
+    /// the joiner's stack.
+    pub fn join(mut self) -> std::thread::Result<T> {
+        let task = self.task.take().expect("join handle used twice");
+        // SAFETY: a JoinHandle<T> is only created for a job with result type T, and we own it.
+        unsafe { join_task::<T>(task) }
+    }
+
+    /// Whether the green thread has finished (its result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.task
+            .as_ref()
+            .is_some_and(|t| t.handle.load(Ordering::Acquire) & H_DONE != 0)
+    }
+
+    /// The name given to the green thread, if any.
+    pub fn name(&self) -> Option<Arc<str>> {
+        self.task.as_ref().and_then(|t| t.name())
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            detach_task(task, None);
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish_non_exhaustive()
+    }
+}
