@@ -4,6 +4,7 @@
 #[cfg(feature = "hwloc")]
 mod hwloc_backend;
 pub mod ledger;
+pub mod placement;
 pub mod policy;
 pub mod reload;
 pub mod topology;
