@@ -50,6 +50,27 @@ fn group_reads(c: &mut Criterion) {
         }
         Err(e) => eprintln!("skipped group_read/perf_software_2_events_read_syscall: {e}"),
     }
+    // Peer: the same two-event group built and read with perf-event2 directly, to show what
+    // our wrapper adds to a read() (a fixed-size Reading instead of GroupData lookups).
+    let raw = (|| -> std::io::Result<_> {
+        use perf_event::events::Software;
+        let mut group = perf_event::Group::new()?;
+        let a = group.add(&perf_event::Builder::new(Software::TASK_CLOCK))?;
+        let b = group.add(&perf_event::Builder::new(Software::PAGE_FAULTS))?;
+        group.enable()?;
+        Ok((group, a, b))
+    })();
+    match raw {
+        Ok((mut group, a, b_counter)) => {
+            g.bench_function("peer_perf_event2_group_read", |b| {
+                b.iter(|| {
+                    let data = group.read().unwrap();
+                    black_box((data[&a], data[&b_counter]))
+                })
+            });
+        }
+        Err(e) => eprintln!("skipped group_read/peer_perf_event2_group_read: {e}"),
+    }
     g.finish();
 }
 
@@ -74,6 +95,12 @@ fn software_reads(c: &mut Criterion) {
             .unwrap();
     g.bench_function("proc_task_source_schedstat_only", |b| {
         b.iter(|| black_box(proc_schedstat.read().unwrap()))
+    });
+    // Peer: open + read + close of the same file each time (what a naive sampler does),
+    // against the kept-open pread above.
+    let path = format!("/proc/self/task/{}/schedstat", footprint_pmu::current_tid());
+    g.bench_function("peer_read_to_string_schedstat", |b| {
+        b.iter(|| black_box(std::fs::read_to_string(&path).unwrap()))
     });
     let mut scripted = ScriptedSource::new(&[Event::LlcMisses], [[1u64]])
         .unwrap()
