@@ -309,8 +309,10 @@ impl fmt::Display for Capabilities {
         writeln!(
             f,
             "  kernel-mode counting: {}",
-            if self.kernel_counting {
-                "allowed"
+            if self.kernel_counting && self.paranoid.is_some_and(|p| p <= 1) {
+                "allowed (perf_event_paranoid <= 1)"
+            } else if self.kernel_counting {
+                "allowed (running as root; an unprivileged user would be refused)"
             } else {
                 "refused (perf context-switch and migration counters would read 0)"
             }

@@ -398,9 +398,13 @@ impl ProfileSampler {
         self
     }
 
-    /// Sets the lock-wait counter on an existing sampler.
+    /// Sets (or replaces) the lock-wait counter on an existing sampler. The next interval has
+    /// no lock time (it needs two readings of the same counter).
     pub fn set_lock_time(&mut self, source: Box<dyn LockTimeSource>) {
         self.lock_time = Some(source);
+        if let Some((_, prev_lock)) = self.prev.as_mut() {
+            *prev_lock = None;
+        }
     }
 
     /// Calls `f` with the window summary each time `window` new intervals are complete (every
@@ -662,6 +666,12 @@ impl BackgroundSampler {
     /// Intervals completed so far.
     pub fn intervals(&self) -> u64 {
         lock(&self.shared.control).intervals
+    }
+
+    /// Wires (or replaces) the process-wide lock-wait counter while the sampler runs. The
+    /// first interval after this has no lock time (it needs two readings).
+    pub fn set_lock_time(&self, source: Box<dyn LockTimeSource>) {
+        lock(&self.shared.sampler).set_lock_time(source);
     }
 
     /// Snapshots that failed, and the last error's message.

@@ -413,3 +413,23 @@ fn drop_is_prompt_even_with_a_long_interval() {
         "drop waited out the interval"
     );
 }
+
+#[test]
+fn lock_time_wired_later_starts_after_two_readings() {
+    let source = ScriptedProfile::new(
+        (0..4).map(|i| snap(i * 200, task(1, 0, 0, 0), vec![task(7, 0, 0, 0)])),
+    );
+    let mut s = ProfileSampler::new(SamplerConfig::default(), source).unwrap();
+    s.sample_now().unwrap();
+    s.set_lock_time(Box::new(|| 500 * MS));
+    let p = s.sample_now().unwrap().unwrap();
+    assert_eq!(p.lock_waiting, None, "one reading is not a rate");
+    s.set_lock_time(Box::new(|| 600 * MS));
+    assert_eq!(
+        s.sample_now().unwrap().unwrap().lock_waiting,
+        None,
+        "replaced: starts over"
+    );
+    // The counter stays at 600 ms: no waiting in the last interval.
+    assert_eq!(s.sample_now().unwrap().unwrap().lock_waiting, Some(0.0));
+}
