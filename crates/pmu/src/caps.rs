@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use crate::error::{hardware_pmu_devices, perf_event_paranoid, PmuError, CPU_PMU_PATH};
 use crate::event::Event;
-use crate::perf::{kernel_counting_allowed, PerfGroup, PerfOptions};
+use crate::perf::{kernel_counting_allowed, PerfGroup, PerfOptions, RdpmcMode};
 use crate::source::Target;
 use crate::sys;
 
@@ -144,7 +144,9 @@ impl Capabilities {
                     Availability::from_result(PerfGroup::open(
                         &[event],
                         Target::CallingThread,
-                        PerfOptions { rdpmc: false },
+                        PerfOptions {
+                            rdpmc: RdpmcMode::Off,
+                        },
                     ))
                 });
                 EventCapability {

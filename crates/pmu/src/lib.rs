@@ -43,7 +43,7 @@ mod sys;
 pub use caps::{Availability, Capabilities, EventCapability};
 pub use error::{hardware_pmu_devices, perf_event_paranoid, PmuError, CPU_PMU_PATH, PARANOID_PATH};
 pub use event::Event;
-pub use perf::{kernel_counting_allowed, PerfGroup, PerfOptions};
+pub use perf::{kernel_counting_allowed, PerfGroup, PerfOptions, RdpmcMode};
 pub use profile::{
     LlcCounting, ProcProfileSource, ProfileSource, ScriptedProfile, ScriptedProfileFeeder,
     Snapshot, TaskCounts, ThreadRegistry, ThreadSelection,

@@ -11,18 +11,26 @@ use crate::event::Event;
 use crate::source::{check_event_count, CounterSource, ReadPath, Reading, Target};
 use crate::sys::{self, Tid};
 
-/// How a [`PerfGroup`] is opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PerfOptions {
-    /// Map each hardware counter's `perf_event_mmap_page` so that reads on the observed thread
-    /// can use `rdpmc` (x86_64 only; ignored elsewhere and for other threads). Default `true`.
-    pub rdpmc: bool,
+/// Whether a [`PerfGroup`] maps its counters' `perf_event_mmap_page`s for user-space reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RdpmcMode {
+    /// Never map: every read is a `read()` system call.
+    Off,
+    /// Map when every event is a hardware event and the group observes the calling thread on
+    /// x86_64: the only case where `rdpmc` can work (the default).
+    #[default]
+    HardwareOnly,
+    /// Map every counter of a calling-thread group on x86_64, software events included. Their
+    /// pages carry no PMU index, so reads fall back to `read()`: this exists to exercise the
+    /// user-space read path and its fallback on machines without a PMU.
+    Always,
 }
 
-impl Default for PerfOptions {
-    fn default() -> Self {
-        PerfOptions { rdpmc: true }
-    }
+/// How a [`PerfGroup`] is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PerfOptions {
+    /// User-space reads through `rdpmc` (default [`RdpmcMode::HardwareOnly`]).
+    pub rdpmc: RdpmcMode,
 }
 
 enum Member {
@@ -63,6 +71,7 @@ pub struct PerfGroup {
     members: Vec<Member>,
     tid: Tid,
     rdpmc_mapped: bool,
+    all_hardware: bool,
 }
 
 impl fmt::Debug for PerfGroup {
@@ -112,10 +121,14 @@ impl PerfGroup {
             .build_group()
             .map_err(|e| classify_open_error(events[0], e, tid_for_err))?;
 
-        let want_rdpmc = options.rdpmc
-            && cfg!(target_arch = "x86_64")
+        let all_hardware = events.iter().all(|e| e.is_hardware());
+        let want_rdpmc = cfg!(target_arch = "x86_64")
             && tid == sys::current_tid()
-            && events.iter().all(|e| e.is_hardware());
+            && match options.rdpmc {
+                RdpmcMode::Off => false,
+                RdpmcMode::HardwareOnly => all_hardware,
+                RdpmcMode::Always => true,
+            };
         let mut members = Vec::with_capacity(events.len());
         for &event in events {
             let mut b = Builder::new(Software::DUMMY);
@@ -152,7 +165,13 @@ impl PerfGroup {
             members,
             tid,
             rdpmc_mapped: want_rdpmc,
+            all_hardware,
         })
+    }
+
+    /// `true` if the counters' pages are mapped for user-space reads.
+    pub fn rdpmc_mapped(&self) -> bool {
+        self.rdpmc_mapped
     }
 
     /// `true` if the counters are mapped for `rdpmc` and the kernel currently allows user-space
@@ -220,7 +239,7 @@ impl CounterSource for PerfGroup {
     }
 
     fn read_path(&self) -> ReadPath {
-        if self.rdpmc_mapped && sys::current_tid() == self.tid {
+        if self.rdpmc_mapped && self.all_hardware && sys::current_tid() == self.tid {
             ReadPath::Rdpmc
         } else {
             ReadPath::ReadSyscall

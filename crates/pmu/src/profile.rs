@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::caps::Availability;
 use crate::error::PmuError;
 use crate::event::Event;
-use crate::perf::{PerfGroup, PerfOptions};
+use crate::perf::{PerfGroup, PerfOptions, RdpmcMode};
 use crate::software::ProcTaskSource;
 use crate::source::{CounterSource, Target};
 use crate::sys::{self, RusageWho, Tid};
@@ -226,7 +226,9 @@ impl ProcProfileSource {
         match PerfGroup::open(
             &[Event::LlcMisses, Event::LlcReferences],
             Target::Thread(tid),
-            PerfOptions { rdpmc: false },
+            PerfOptions {
+                rdpmc: RdpmcMode::Off,
+            },
         ) {
             Ok(g) => {
                 self.llc_status = Availability::Available;

@@ -275,6 +275,52 @@ mod tests {
     }
 
     #[test]
+    fn stress_many_feeders_one_reader_exact_counts() {
+        const PRODUCERS: u64 = 4;
+        let per: u64 = if cfg!(debug_assertions) {
+            2_000
+        } else {
+            20_000
+        };
+        let mut s = ScriptedSource::new(
+            &[Event::Cycles, Event::Instructions],
+            Vec::<[u64; 2]>::new(),
+        )
+        .unwrap();
+        let handles: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let f = s.feeder();
+                std::thread::spawn(move || {
+                    for i in 0..per {
+                        f.push(&[p, i]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut next = vec![0u64; PRODUCERS as usize];
+        let mut got = 0;
+        while got < PRODUCERS * per {
+            match s.read() {
+                Ok(r) => {
+                    let (p, i) = (r.values()[0] as usize, r.values()[1]);
+                    // Each producer's readings come out in the order it pushed them.
+                    assert_eq!(i, next[p], "producer {p}");
+                    next[p] += 1;
+                    got += 1;
+                }
+                Err(PmuError::ScriptExhausted { .. }) => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(next.iter().all(|&n| n == per));
+        assert_eq!(s.served() as u64, PRODUCERS * per);
+        assert_eq!(s.remaining(), 0);
+    }
+
+    #[test]
     fn boxed_sources_are_sources() {
         let mut b: Box<dyn CounterSource> =
             Box::new(ScriptedSource::new(&[Event::TaskClock], [[5]]).unwrap());

@@ -5,7 +5,7 @@
 
 use footprint_pmu::{
     kernel_counting_allowed, thread_cpu_time_ns, Capabilities, CounterSource, Event, PerfGroup,
-    PerfOptions, PmuError, Target, PARANOID_PATH,
+    PerfOptions, PmuError, RdpmcMode, ReadPath, Target, PARANOID_PATH,
 };
 
 fn spin_cpu(ms: u64) {
@@ -132,6 +132,76 @@ fn kernel_only_events_count_or_are_refused_with_the_paranoid_value() {
         }
         Err(other) => panic!("{other}"),
     }
+}
+
+#[test]
+#[cfg_attr(
+    not(footprint_perf),
+    ignore = "perf_event_open refused here (seccomp or perf_event_paranoid >= 3): build.rs could not open task-clock"
+)]
+fn mapped_software_counters_fall_back_from_user_space_reads_to_read() {
+    let mut g = PerfGroup::open(
+        &[Event::TaskClock, Event::PageFaults],
+        Target::CallingThread,
+        PerfOptions {
+            rdpmc: RdpmcMode::Always,
+        },
+    )
+    .unwrap();
+    assert_eq!(g.rdpmc_mapped(), cfg!(target_arch = "x86_64"));
+    // Software counters carry no PMU index on their page: no user-space value...
+    assert!(g.read_rdpmc().is_none());
+    assert!(!g.rdpmc_usable());
+    assert_eq!(g.read_path(), ReadPath::ReadSyscall);
+    // ...and read() falls back to the system call with real values.
+    let a = g.read().unwrap();
+    spin_cpu(5);
+    let d = g.read().unwrap().delta_since(&a);
+    assert!(d.values()[0] >= 5_000_000, "{d:?}");
+    // Read from another thread: the mapping is not used there either.
+    let d2 = std::thread::scope(|s| s.spawn(|| g.read_rdpmc().is_none()).join().unwrap());
+    assert!(d2);
+}
+
+#[test]
+#[cfg_attr(
+    not(footprint_perf),
+    ignore = "perf_event_open refused here (seccomp or perf_event_paranoid >= 3): build.rs could not open task-clock"
+)]
+fn perf_group_on_another_thread_by_tid() {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        tid_tx.send(footprint_pmu::current_tid()).unwrap();
+        go_rx.recv().unwrap();
+        spin_cpu(20);
+        done_tx.send(()).unwrap();
+    });
+    let tid = tid_rx.recv().unwrap();
+    let mut g = PerfGroup::open(
+        &[Event::TaskClock],
+        Target::Thread(tid),
+        PerfOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(g.target_tid(), Some(tid));
+    assert_eq!(g.read_path(), ReadPath::ReadSyscall);
+    let a = g.read().unwrap();
+    go_tx.send(()).unwrap();
+    done_rx.recv().unwrap();
+    let d = g.read().unwrap().delta_since(&a);
+    assert!(d.values()[0] >= 20_000_000, "{d:?}");
+    h.join().unwrap();
+    let gone = PerfGroup::open(
+        &[Event::TaskClock],
+        Target::Thread(i32::MAX),
+        PerfOptions::default(),
+    );
+    assert!(
+        matches!(gone, Err(PmuError::NoSuchThread { tid: i32::MAX })),
+        "{gone:?}"
+    );
 }
 
 #[test]

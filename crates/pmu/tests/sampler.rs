@@ -433,3 +433,35 @@ fn lock_time_wired_later_starts_after_two_readings() {
     // The counter stays at 600 ms: no waiting in the last interval.
     assert_eq!(s.sample_now().unwrap().unwrap().lock_waiting, Some(0.0));
 }
+
+#[test]
+fn stress_concurrent_waiters_see_the_exact_interval_count() {
+    let n: u64 = if cfg!(debug_assertions) { 200 } else { 2_000 };
+    let source =
+        ScriptedProfile::new((0..=n).map(|i| snap(i * 200, task(1, i * 100, i, 0), vec![])));
+    let config = SamplerConfig {
+        interval: Duration::from_millis(1),
+        window: 10,
+        history: 10,
+    };
+    let bg = ProfileSampler::new(config, source)
+        .unwrap()
+        .start()
+        .unwrap();
+    std::thread::scope(|s| {
+        for k in 1..=4u64 {
+            let bg = &bg;
+            s.spawn(move || assert!(bg.wait_for_intervals(n * k / 4, Duration::from_secs(120))));
+        }
+    });
+    // The script is exhausted after n + 1 snapshots: exactly n intervals, then only errors.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while bg.errors().0 == 0 {
+        assert!(Instant::now() < deadline);
+        std::thread::yield_now();
+    }
+    let s = bg.stop();
+    assert_eq!(s.intervals(), n);
+    assert_eq!(s.latest().unwrap().seq, n - 1);
+    assert!(close(s.window_summary().unwrap().cpu_utilisation.mean, 0.5));
+}
