@@ -29,7 +29,7 @@
 //! assert_eq!(fp.valid_in(&ledger, ledger.domain_of_cpu(1)), 0.0); // nothing in CPU 1's L2
 //! ```
 
-use crate::reload::CacheModel;
+use crate::reload::{CacheModel, ReloadTable, StoppedFootprint};
 use crate::topology::{CacheDomain, Topology};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -63,6 +63,7 @@ pub struct Ledger {
     domains: Vec<DomainState>,
     /// `cpu_domain[cpu]` is the domain index of `cpu`, `u32::MAX` for none.
     cpu_domain: Vec<u32>,
+    table: ReloadTable,
 }
 
 const NO_DOMAIN: u32 = u32::MAX;
@@ -116,7 +117,13 @@ impl Ledger {
             level,
             domains: states,
             cpu_domain,
+            table: ReloadTable::new(),
         }
+    }
+
+    /// The reload-transient table shared by every domain.
+    pub fn table(&self) -> &ReloadTable {
+        &self.table
     }
 
     /// The cache level this ledger models.
@@ -181,6 +188,7 @@ pub struct Footprint {
     lines: f64,
     domain: u32,
     clock_at_stop: u64,
+    stopped: StoppedFootprint,
 }
 
 impl Default for Footprint {
@@ -195,6 +203,10 @@ impl Footprint {
         lines: 0.0,
         domain: NO_DOMAIN,
         clock_at_stop: 0,
+        stopped: StoppedFootprint {
+            occupancy: 0.0,
+            neg_log: 0.0,
+        },
     };
 
     /// The expected footprint `f` at the last stop, in lines.
@@ -246,7 +258,20 @@ impl Footprint {
             lines: footprint,
             domain: domain.0,
             clock_at_stop: clock,
+            stopped: model.stopped(&ledger.table, footprint),
         };
+    }
+
+    /// The expected reload transient of this footprint on `domain`'s cache now, in misses:
+    /// `RT(f, V(f, m))` with `m` the misses there since the stop if the footprint is there,
+    /// `RT(f, 0)` otherwise (rebuilding from nothing). O(1): one `exp` and one table lookup.
+    #[inline]
+    pub fn reload_transient_in(&self, ledger: &Ledger, domain: DomainId) -> f64 {
+        let model = ledger.model(domain);
+        match self.misses_since(ledger, Some(domain)) {
+            Some(m) => model.reload_from(&ledger.table, &self.stopped, m),
+            None => ledger.table.reload_transient_in(model, self.lines, 0.0),
+        }
     }
 
     /// Forgets the footprint (a run whose misses were not counted).

@@ -44,7 +44,6 @@
 //! ```
 
 use crate::ledger::{DomainId, Footprint, Ledger};
-use crate::reload::ReloadTable;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -198,7 +197,7 @@ impl WorkerAffinity {
     }
 }
 
-/// Per-green-thread state (64 bytes, `Copy`): its last worker, virtual-time stamp, miss
+/// Per-green-thread state (80 bytes, `Copy`): its last worker, virtual-time stamp, miss
 /// history and footprint.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ThreadAffinity {
@@ -382,20 +381,13 @@ impl AffinityPolicy for MissSum {
 
 /// Reload transient: the smallest expected number of misses to rebuild the thread's footprint in
 /// this worker's cache first (`RT(f, V(f, m))` with `m` the domain's misses since the thread
-/// stopped there; `RT(f, 0)` when its footprint is in another domain), through
-/// [`ReloadTable`]. Virtual time for threads without a counted footprint or workers without a
+/// stopped there; `RT(f, 0)` when its footprint is in another domain), through the ledger's
+/// [`crate::reload::ReloadTable`]. Virtual time for threads without a counted footprint or workers without a
 /// cache domain.
-#[derive(Clone, Debug, Default)]
-pub struct ReloadTransient {
-    table: ReloadTable,
-}
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReloadTransient;
 
 impl ReloadTransient {
-    /// With a fresh table.
-    pub fn new() -> ReloadTransient {
-        ReloadTransient::default()
-    }
-
     /// The expected reload transient in misses (the key divided by [`RELOAD_KEY_SCALE`]), or
     /// `None` when it cannot be estimated.
     #[inline]
@@ -404,13 +396,7 @@ impl ReloadTransient {
         if !thread.counted || thread.footprint.domain().is_none() {
             return None;
         }
-        let ledger = &worker.ledger;
-        let model = ledger.model(d);
-        let f = thread.footprint.lines();
-        Some(match thread.footprint.misses_since(ledger, Some(d)) {
-            Some(m) => model.reload_after(&self.table, f, m),
-            None => self.table.reload_transient(model.lines(), f, 0.0),
-        })
+        Some(thread.footprint.reload_transient_in(&worker.ledger, d))
     }
 }
 
@@ -430,10 +416,9 @@ impl AffinityPolicy for ReloadTransient {
 
 /// The policy the runtime holds: one of the five, dispatched without a virtual call, and how it
 /// was chosen.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Policy {
     kind: PolicyKind,
-    reload: ReloadTransient,
     auto_reason: Option<&'static str>,
 }
 
@@ -442,7 +427,6 @@ impl Policy {
     pub fn new(kind: PolicyKind) -> Policy {
         Policy {
             kind,
-            reload: ReloadTransient::new(),
             auto_reason: None,
         }
     }
@@ -469,7 +453,7 @@ impl Policy {
 
     /// The reload-transient estimate in misses, whatever the policy (for reports).
     pub fn expected_reload(&self, thread: &ThreadAffinity, worker: &WorkerAffinity) -> Option<f64> {
-        self.reload.expected_misses(thread, worker)
+        ReloadTransient.expected_misses(thread, worker)
     }
 }
 
@@ -500,7 +484,7 @@ impl AffinityPolicy for Policy {
             PolicyKind::VirtualTime => VirtualTime.key(thread, worker),
             PolicyKind::MinMisses => MinMisses.key(thread, worker),
             PolicyKind::MissSum => MissSum.key(thread, worker),
-            PolicyKind::ReloadTransient => self.reload.key(thread, worker),
+            PolicyKind::ReloadTransient => ReloadTransient.key(thread, worker),
         }
     }
 }
@@ -549,6 +533,11 @@ mod tests {
         assert_eq!(p.auto_reason(), Some("no cache-miss counts"));
         assert!(!PolicyKind::VirtualTime.needs_miss_counts());
         assert!(PolicyKind::MissSum.needs_miss_counts());
+    }
+
+    #[test]
+    fn thread_state_stays_small() {
+        assert!(std::mem::size_of::<ThreadAffinity>() <= 80);
     }
 
     #[test]
@@ -636,7 +625,10 @@ mod tests {
         assert!(p.key(&small, &w1) < p.key(&big, &w1));
         let rt = p.expected_reload(&big, &w1).unwrap();
         let exact = crate::reload::reload_transient(64, big.footprint().lines(), 0.0);
-        assert!((rt - exact).abs() <= ReloadTable::max_error_in_cache_sizes() * 64.0 + 1e-9);
+        assert!(
+            (rt - exact).abs()
+                <= crate::reload::ReloadTable::max_error_in_cache_sizes() * 64.0 + 1e-9
+        );
     }
 
     #[test]
@@ -645,9 +637,9 @@ mod tests {
         let w = WorkerAffinity::new(3, None, ledger.clone());
         assert_eq!(w.domain(), None);
         let mut t = ThreadAffinity::new();
-        ReloadTransient::new().on_stop(&mut t, Some(5), &w);
+        ReloadTransient.on_stop(&mut t, Some(5), &w);
         assert_eq!(t.footprint().domain(), None);
-        assert_eq!(ReloadTransient::new().key(&t, &w), VirtualTime.key(&t, &w));
+        assert_eq!(ReloadTransient.key(&t, &w), VirtualTime.key(&t, &w));
     }
 
     proptest! {
@@ -679,7 +671,7 @@ mod tests {
         #[test]
         fn reload_key_grows_while_waiting(misses in 1u64..200, waits in proptest::collection::vec(0u64..500, 1..10)) {
             let (ledger, w0, _) = setup();
-            let p = ReloadTransient::new();
+            let p = ReloadTransient;
             let mut t = ThreadAffinity::new();
             p.on_stop(&mut t, Some(misses), &w0);
             let mut last = p.key(&t, &w0);

@@ -363,6 +363,36 @@ impl ReloadTable {
         let diff = self.neg_log_vacancy(f * inv_n) - self.neg_log_vacancy(v * inv_n);
         (diff / -ln_survival(lines)).max(0.0)
     }
+
+    /// [`ReloadTable::reload_transient`] for the cache of `model`, using its precomputed
+    /// `−ln(1 − 1/N)` (no logarithm computed here).
+    #[inline]
+    pub fn reload_transient_in(&self, model: &CacheModel, footprint: f64, valid: f64) -> f64 {
+        let lines = model.lines;
+        if lines <= 1 {
+            return self.reload_transient(lines, footprint, valid);
+        }
+        let n = lines as f64;
+        let f = clamp_lines(footprint, lines).min(n - 0.5);
+        let v = clamp_lines(valid, lines);
+        if v >= f {
+            return 0.0;
+        }
+        let inv_n = 1.0 / n;
+        let diff = self.neg_log_vacancy(f * inv_n) - self.neg_log_vacancy(v * inv_n);
+        (diff / model.decay).max(0.0)
+    }
+}
+
+/// The part of a reload transient that depends only on the footprint, computed once when a
+/// thread stops so that a key costs one `exp` and one table lookup
+/// ([`CacheModel::reload_from`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StoppedFootprint {
+    /// `f/N` with `f` clamped into `[0, N − ½]`.
+    pub occupancy: f64,
+    /// `L(f/N) = −ln(1 − f/N)` through the table.
+    pub neg_log: f64,
 }
 
 /// Per-cache constants for the hot path: `N` and `−ln(1 − 1/N)`, computed once per domain.
@@ -402,12 +432,51 @@ impl CacheModel {
         }
     }
 
+    /// `−ln(1 − 1/N)` (`+∞` for `N ≤ 1`).
+    pub fn decay(&self) -> f64 {
+        self.decay
+    }
+
     /// `RT` through `table` for a thread whose `footprint` lines have since seen `misses_since`
     /// misses of others on this cache: `RT(f, V(f, m))`.
     #[inline]
     pub fn reload_after(&self, table: &ReloadTable, footprint: f64, misses_since: u64) -> f64 {
         let valid = footprint * self.survival(misses_since);
-        table.reload_transient(self.lines, footprint, valid)
+        table.reload_transient_in(self, footprint, valid)
+    }
+
+    /// Precomputes the footprint-only part of `RT` for [`CacheModel::reload_from`].
+    pub fn stopped(&self, table: &ReloadTable, footprint: f64) -> StoppedFootprint {
+        if self.lines == 0 {
+            return StoppedFootprint::default();
+        }
+        let n = self.lines as f64;
+        let occupancy = clamp_lines(footprint, self.lines).min(n - 0.5) / n;
+        StoppedFootprint {
+            occupancy,
+            neg_log: table.neg_log_vacancy(occupancy),
+        }
+    }
+
+    /// The hot path of [`CacheModel::reload_after`]: `RT(f, V(f, m))` from the precomputed
+    /// `stopped` part; one `exp` and one table lookup. Equal to `reload_after` (same table, same
+    /// clamping) up to rounding.
+    #[inline]
+    pub fn reload_from(
+        &self,
+        table: &ReloadTable,
+        stopped: &StoppedFootprint,
+        misses_since: u64,
+    ) -> f64 {
+        if misses_since == 0 {
+            return 0.0;
+        }
+        if self.lines <= 1 {
+            let f = stopped.occupancy * self.lines as f64;
+            return self.reload_after(table, f, misses_since);
+        }
+        let valid_occupancy = stopped.occupancy * self.survival(misses_since);
+        ((stopped.neg_log - table.neg_log_vacancy(valid_occupancy)) / self.decay).max(0.0)
     }
 }
 
