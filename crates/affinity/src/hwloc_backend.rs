@@ -4,6 +4,7 @@
 use crate::topology::{CacheDomain, NumaNode, Topology, TopologyError};
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{CacheType, ObjectType};
+use hwlocality::topology::builder::BuildFlags;
 
 const DATA_CACHE_TYPES: [ObjectType; 5] = [
     ObjectType::L1Cache,
@@ -16,13 +17,18 @@ const DATA_CACHE_TYPES: [ObjectType; 5] = [
 impl Topology {
     /// Reads the topology through the system libhwloc (feature `hwloc`). Data and unified
     /// caches become [`CacheDomain`]s, NUMA nodes with CPUs become [`NumaNode`]s; CPU ids are
-    /// the OS indices that sysfs uses too, so both backends describe a machine identically.
+    /// the OS indices that sysfs uses too, and CPUs outside the process's mask are included (as
+    /// in sysfs's `online`), so both backends describe a machine identically.
     ///
     /// # Errors
     /// [`TopologyError::Hwloc`] when libhwloc cannot load the topology (its message names the
     /// cause); [`Topology::detect`] is the fallback that needs no library.
     pub fn detect_hwloc() -> Result<Topology, TopologyError> {
-        let hw = hwlocality::Topology::new()
+        // Include PUs outside this process's CPU mask, as sysfs's `online` list does.
+        let hw = hwlocality::Topology::builder()
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .map_err(|e| TopologyError::Hwloc(format!("hwloc_topology_set_flags: {e}")))?
+            .build()
             .map_err(|e| TopologyError::Hwloc(format!("hwloc_topology_load: {e}")))?;
         let mut cpus: Vec<usize> = hw
             .objects_with_type(ObjectType::PU)

@@ -667,6 +667,34 @@ mod tests {
             }
         }
 
+        /// `Policy` dispatches to the five strategies: same keys for the same history, and the
+        /// miss-based ones order like VirtualTime when nothing is counted.
+        #[test]
+        fn policy_dispatch_matches_strategies(history in proptest::collection::vec((0usize..4, 0usize..2, proptest::option::of(0u64..5000)), 1..40)) {
+            let (ledger, w0, w1) = setup();
+            let workers = [&w0, &w1];
+            let mut threads = [ThreadAffinity::new(); 4];
+            for (t, w, misses) in history {
+                Policy::default().on_stop(&mut threads[t], misses, workers[w]);
+                ledger.advance(workers[w].domain().unwrap(), misses.unwrap_or(0) / 2);
+            }
+            for t in &threads {
+                for w in workers {
+                    prop_assert_eq!(Policy::new(PolicyKind::VirtualTime).key(t, w), VirtualTime.key(t, w));
+                    prop_assert_eq!(Policy::new(PolicyKind::MinMisses).key(t, w), MinMisses.key(t, w));
+                    prop_assert_eq!(Policy::new(PolicyKind::MissSum).key(t, w), MissSum.key(t, w));
+                    prop_assert_eq!(Policy::new(PolicyKind::ReloadTransient).key(t, w), ReloadTransient.key(t, w));
+                    if t.last_misses().is_none() {
+                        prop_assert_eq!(MissSum.key(t, w), VirtualTime.key(t, w));
+                        prop_assert_eq!(ReloadTransient.key(t, w), VirtualTime.key(t, w));
+                    }
+                    if let Some(rt) = ReloadTransient.expected_misses(t, w) {
+                        prop_assert!(rt >= 0.0 && rt.is_finite());
+                    }
+                }
+            }
+        }
+
         /// Reload-transient keys grow as a waiting thread's domain sees more misses.
         #[test]
         fn reload_key_grows_while_waiting(misses in 1u64..200, waits in proptest::collection::vec(0u64..500, 1..10)) {

@@ -115,26 +115,43 @@ pub fn plan_shuffle(
         }
     }
 
-    // Pairwise swaps: prefer a partner that wants exactly our domain (fixes two threads), else
-    // any misplaced thread in our target domain (fixes one).
-    let mut current: Vec<(u64, usize)> = threads.iter().map(|t| (t.id, t.domain)).collect();
-    current.sort_by_key(|&(id, _)| id);
+    // Pairwise swaps. bucket[a][b]: threads in domain a that belong in b (a ≠ b), ascending id
+    // (popped from the back, so reversed). First swap direct pairs (a→b with b→a: each swap
+    // fixes two threads); what is left forms longer cycles: swap a→b's thread with any misplaced
+    // thread of b, which fixes one and leaves the other in a, re-bucketed. O(n log n + D²·swaps).
+    let mut bucket: Vec<Vec<Vec<u64>>> = vec![vec![Vec::new(); domains]; domains];
+    let mut by_id: Vec<&ShuffleThread> = threads.iter().collect();
+    by_id.sort_by_key(|t| std::cmp::Reverse(t.id));
+    for t in by_id {
+        let want = target[&t.id];
+        if want != t.domain {
+            bucket[t.domain][want].push(t.id);
+        }
+    }
     let mut swaps = Vec::new();
-    loop {
-        let misplaced: Vec<usize> = (0..current.len())
-            .filter(|&i| target[&current[i].0] != current[i].1)
-            .collect();
-        let Some(&i) = misplaced.first() else { break };
-        let (want, here) = (target[&current[i].0], current[i].1);
-        let partner = misplaced
-            .iter()
-            .copied()
-            .find(|&j| current[j].1 == want && target[&current[j].0] == here)
-            .or_else(|| misplaced.iter().copied().find(|&j| current[j].1 == want))
-            .expect("a domain that must lose a thread has a misplaced one");
-        swaps.push((current[i].0, current[partner].0));
-        current[partner].1 = here;
-        current[i].1 = want;
+    let pairs = (0..domains).flat_map(|a| (a + 1..domains).map(move |b| (a, b)));
+    for (a, b) in pairs {
+        while !bucket[a][b].is_empty() && !bucket[b][a].is_empty() {
+            let x = bucket[a][b].pop().expect("non-empty");
+            let y = bucket[b][a].pop().expect("non-empty");
+            swaps.push((x, y));
+        }
+    }
+    while let Some((a, b)) = (0..domains)
+        .flat_map(|a| (0..domains).map(move |b| (a, b)))
+        .find(|&(a, b)| !bucket[a][b].is_empty())
+    {
+        let x = bucket[a][b].pop().expect("non-empty");
+        // Domain b must lose as many threads as it gains, so it holds a misplaced one.
+        let c = (0..domains)
+            .find(|&c| !bucket[b][c].is_empty())
+            .expect("a domain that gains a thread has one to give");
+        let y = bucket[b][c].pop().expect("non-empty");
+        swaps.push((x, y));
+        // x is home; y now sits in a.
+        if c != a {
+            bucket[a][c].push(y);
+        }
     }
     Some(ShufflePlan { groups, swaps })
 }
