@@ -536,6 +536,48 @@ mod tests {
     }
 
     #[test]
+    fn shared_across_worker_threads() {
+        fn sync<T: Send + Sync>() {}
+        sync::<WorkerAffinity>();
+        sync::<ThreadAffinity>();
+        sync::<Policy>();
+        sync::<Ledger>();
+        // Wakers on several OS threads stamp LIFO keys for one worker: every key distinct, and
+        // stops from several threads advance the worker's clock by exactly their number.
+        let (_, w0, _) = setup();
+        let per_thread = if cfg!(debug_assertions) {
+            5_000
+        } else {
+            50_000
+        };
+        let keys: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut t = ThreadAffinity::new();
+                        (0..per_thread)
+                            .map(|_| {
+                                t.record_stop(Some(1), &w0);
+                                NoAffinity.key(&t, &w0)
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<u64> = keys.concat();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 3 * per_thread);
+        assert_eq!(w0.operations(), 3 * per_thread as u64);
+        assert_eq!(
+            w0.ledger().clock(w0.domain().unwrap()),
+            3 * per_thread as u64
+        );
+    }
+
+    #[test]
     fn thread_state_stays_small() {
         assert!(std::mem::size_of::<ThreadAffinity>() <= 80);
     }
