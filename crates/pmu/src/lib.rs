@@ -39,6 +39,7 @@ mod scripted;
 mod software;
 mod source;
 mod sys;
+mod ticker;
 
 pub use caps::{Availability, Capabilities, EventCapability};
 pub use error::{hardware_pmu_devices, perf_event_paranoid, PmuError, CPU_PMU_PATH, PARANOID_PATH};

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use crate::caps::Availability;
 use crate::error::PmuError;
 use crate::profile::{ProcProfileSource, ProfileSource, Snapshot, TaskCounts, ThreadSelection};
 use crate::sys::{self, Tid};
+use crate::ticker::Ticker;
 
 /// Where the sampler reads the process-wide lock-wait time: cumulative nanoseconds that
 /// threads have spent waiting for locks (the locks crate keeps this counter; the facade wires
@@ -571,19 +572,8 @@ impl SamplerOverhead {
     }
 }
 
-#[derive(Default)]
-struct Control {
-    stop: bool,
-    intervals: u64,
-    errors: u64,
-    last_error: Option<String>,
-    overhead: SamplerOverhead,
-    sampler_tid: Option<Tid>,
-}
-
 struct Shared {
-    control: Mutex<Control>,
-    cv: Condvar,
+    ticker: Ticker,
     sampler: Mutex<ProfileSampler>,
 }
 
@@ -614,7 +604,7 @@ pub struct BackgroundSampler {
 
 impl fmt::Debug for BackgroundSampler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = lock(&self.shared.control);
+        let c = self.shared.ticker.lock();
         f.debug_struct("BackgroundSampler")
             .field("intervals", &c.intervals)
             .field("errors", &c.errors)
@@ -628,8 +618,7 @@ impl BackgroundSampler {
     pub fn start(sampler: ProfileSampler) -> Result<BackgroundSampler, PmuError> {
         let interval = sampler.config.interval;
         let shared = Arc::new(Shared {
-            control: Mutex::new(Control::default()),
-            cv: Condvar::new(),
+            ticker: Ticker::new(),
             sampler: Mutex::new(sampler),
         });
         let thread_shared = Arc::clone(&shared);
@@ -665,7 +654,7 @@ impl BackgroundSampler {
 
     /// Intervals completed so far.
     pub fn intervals(&self) -> u64 {
-        lock(&self.shared.control).intervals
+        self.shared.ticker.lock().intervals
     }
 
     /// Wires (or replaces) the process-wide lock-wait counter while the sampler runs. The
@@ -676,38 +665,24 @@ impl BackgroundSampler {
 
     /// Snapshots that failed, and the last error's message.
     pub fn errors(&self) -> (u64, Option<String>) {
-        let c = lock(&self.shared.control);
+        let c = self.shared.ticker.lock();
         (c.errors, c.last_error.clone())
     }
 
     /// Kernel thread id of the sampler thread (once it has started).
     pub fn sampler_tid(&self) -> Option<Tid> {
-        lock(&self.shared.control).sampler_tid
+        self.shared.ticker.lock().sampler_tid
     }
 
     /// CPU time of the sampler thread against wall time.
     pub fn overhead(&self) -> SamplerOverhead {
-        lock(&self.shared.control).overhead
+        self.shared.ticker.lock().overhead
     }
 
     /// Blocks until at least `n` intervals are complete or `timeout` passes; `true` if they
     /// are. Wakes on each completed interval (no polling).
     pub fn wait_for_intervals(&self, n: u64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut c = lock(&self.shared.control);
-        while c.intervals < n {
-            let now = Instant::now();
-            if now >= deadline || c.stop {
-                return false;
-            }
-            c = self
-                .shared
-                .cv
-                .wait_timeout(c, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        true
+        self.shared.ticker.wait_for_intervals(n, timeout)
     }
 
     /// Stops the thread (promptly) and hands the sampler back with its history.
@@ -725,8 +700,7 @@ impl BackgroundSampler {
     }
 
     fn stop_thread(&mut self) {
-        lock(&self.shared.control).stop = true;
-        self.shared.cv.notify_all();
+        self.shared.ticker.stop();
         if let Some(h) = self.handle.take() {
             // A panic in the sampler thread (a panicking on_window callback) has already been
             // reported by the panic hook; nothing more to do with it here.
@@ -744,28 +718,11 @@ impl Drop for BackgroundSampler {
 fn run(shared: &Shared, interval: Duration) {
     let tid = sys::current_tid();
     lock(&shared.sampler).source.exclude_thread(tid);
-    lock(&shared.control).sampler_tid = Some(tid);
+    shared.ticker.publish(|c| c.sampler_tid = Some(tid));
     let started_wall = sys::monotonic_ns();
     let started_cpu = sys::thread_cpu_time_ns();
     let mut next = Instant::now();
-    loop {
-        {
-            let mut c = lock(&shared.control);
-            loop {
-                if c.stop {
-                    return;
-                }
-                let now = Instant::now();
-                if now >= next {
-                    break;
-                }
-                c = shared
-                    .cv
-                    .wait_timeout(c, next - now)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-            }
-        }
+    while shared.ticker.wait_until(next) {
         let result = lock(&shared.sampler).sample_now();
         let now = Instant::now();
         next += interval;
@@ -773,22 +730,23 @@ fn run(shared: &Shared, interval: Duration) {
             // We fell behind (a stalled machine): skip the missed ticks instead of bursting.
             next = now + interval;
         }
-        let mut c = lock(&shared.control);
-        match result {
-            Ok(Some(_)) => c.intervals += 1,
-            Ok(None) => {}
-            Err(e) => {
-                c.errors += 1;
-                c.last_error = Some(e.to_string());
+        let overhead_cpu = sys::thread_cpu_time_ns() - started_cpu;
+        let overhead_wall = sys::monotonic_ns() - started_wall;
+        shared.ticker.publish(|c| {
+            match result {
+                Ok(Some(_)) => c.intervals += 1,
+                Ok(None) => {}
+                Err(e) => {
+                    c.errors += 1;
+                    c.last_error = Some(e.to_string());
+                }
             }
-        }
-        c.overhead = SamplerOverhead {
-            cpu_ns: sys::thread_cpu_time_ns() - started_cpu,
-            wall_ns: sys::monotonic_ns() - started_wall,
-            snapshots: c.overhead.snapshots + 1,
-        };
-        drop(c);
-        shared.cv.notify_all();
+            c.overhead = SamplerOverhead {
+                cpu_ns: overhead_cpu,
+                wall_ns: overhead_wall,
+                snapshots: c.overhead.snapshots + 1,
+            };
+        });
     }
 }
 
