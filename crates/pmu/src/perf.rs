@@ -105,6 +105,13 @@ impl PerfGroup {
             )));
         }
         let tid = target.tid();
+        if let Target::Thread(t) = target {
+            // perf_event_open would accept a thread of another process (permissions allowing);
+            // this crate observes its own process only.
+            if !std::path::Path::new(&format!("/proc/self/task/{t}")).exists() {
+                return Err(PmuError::NoSuchThread { tid: t });
+            }
+        }
         let observe = |b: &mut Builder<'_>| match target {
             Target::CallingThread => {
                 b.observe_self();

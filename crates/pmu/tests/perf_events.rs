@@ -193,6 +193,16 @@ fn perf_group_on_another_thread_by_tid() {
     let d = g.read().unwrap().delta_since(&a);
     assert!(d.values()[0] >= 20_000_000, "{d:?}");
     h.join().unwrap();
+    // A thread of another process (pid 1's main thread) is not ours to observe.
+    let other = PerfGroup::open(
+        &[Event::TaskClock],
+        Target::Thread(1),
+        PerfOptions::default(),
+    );
+    assert!(
+        matches!(other, Err(PmuError::NoSuchThread { tid: 1 })),
+        "{other:?}"
+    );
     let gone = PerfGroup::open(
         &[Event::TaskClock],
         Target::Thread(i32::MAX),
