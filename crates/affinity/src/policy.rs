@@ -282,6 +282,22 @@ impl ThreadAffinity {
         self.last_worker = worker.id;
     }
 
+    /// Estimated cache misses of a run on `worker` for a thread that declared a working set of
+    /// `working_set_lines` lines (of the ledger's level), for machines without a PMU: the model's
+    /// reload transient `RT(W, v)` from the lines it still has there, rounded up. Passing this as
+    /// the run's `misses` keeps the thread's footprint at about its working set, so the
+    /// reload-transient policy works from hints alone. `None` when the worker has no cache domain.
+    pub fn estimated_misses(&self, working_set_lines: u64, worker: &WorkerAffinity) -> Option<u64> {
+        let d = worker.domain?;
+        let ledger = &worker.ledger;
+        let valid = self.footprint.valid_in(ledger, Some(d));
+        let rt =
+            ledger
+                .table()
+                .reload_transient_in(ledger.model(d), working_set_lines as f64, valid);
+        Some(rt.ceil() as u64)
+    }
+
     #[inline]
     fn virtual_time_key(&self, worker: &WorkerAffinity) -> u64 {
         if self.last_worker == worker.id {
@@ -671,6 +687,35 @@ mod tests {
             (rt - exact).abs()
                 <= crate::reload::ReloadTable::max_error_in_cache_sizes() * 64.0 + 1e-9
         );
+    }
+
+    #[test]
+    fn working_set_hints_drive_the_model_without_a_pmu() {
+        let (ledger, w0, _) = setup();
+        let d0 = w0.domain().unwrap();
+        let (mut small, mut big) = (ThreadAffinity::new(), ThreadAffinity::new());
+        for _ in 0..5 {
+            for (t, ws) in [(&mut small, 6u64), (&mut big, 40)] {
+                let misses = t.estimated_misses(ws, &w0).unwrap();
+                ReloadTransient.on_stop(t, Some(misses), &w0);
+            }
+        }
+        // Footprints settle at about the working sets (within the rounding of one miss).
+        assert!(
+            (small.footprint().lines() - 6.0).abs() < 1.0,
+            "{}",
+            small.footprint().lines()
+        );
+        assert!(
+            (big.footprint().lines() - 40.0).abs() < 1.0,
+            "{}",
+            big.footprint().lines()
+        );
+        // After a long wait the small working set reloads faster.
+        ledger.advance(d0, 1000);
+        assert!(ReloadTransient.key(&small, &w0) < ReloadTransient.key(&big, &w0));
+        let unpinned = WorkerAffinity::new(5, None, ledger.clone());
+        assert_eq!(small.estimated_misses(6, &unpinned), None);
     }
 
     #[test]
