@@ -4,7 +4,9 @@ use crate::hook::{current_hook, PriorityClass};
 use crate::raw::RawLock;
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{ClassScope, HeldToken, Informed, WaitQueue};
-use std::time::{Duration, Instant};
+#[cfg(not(loom))]
+use std::time::Duration;
+use std::time::Instant;
 
 /// Whether a timed wait on a [`Condvar`] returned because its time ran out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,8 +18,6 @@
 //! ```
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
-use std::time::Instant;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static WAIT_NS: AtomicU64 = AtomicU64::new(0);
@@ -94,8 +92,8 @@ pub(crate) fn now_ns() -> u64 {
     }
     #[cfg(not(loom))]
     {
-        static BASE: OnceLock<Instant> = OnceLock::new();
-        let base = *BASE.get_or_init(Instant::now);
+        static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let base = *BASE.get_or_init(std::time::Instant::now);
         // Saturates after 584 years.
         base.elapsed().as_nanos() as u64 + 1
     }

@@ -110,8 +110,16 @@ impl WaitQueue {
 
     /// Whether any thread is (about to be) parked. Call after changing the condition with a
     /// `SeqCst` read-modify-write.
+    ///
+    /// A `SeqCst` RMW followed by a `SeqCst` load cannot both miss a waiter that increments
+    /// `count` (`SeqCst`) and then reads the condition after a `SeqCst` fence (C++20
+    /// [atomics.order]: the fence would have to precede the RMW in the single total order and
+    /// follow it at once). loom models `SeqCst` accesses as acquire/release only and supports
+    /// `SeqCst` fences, so the model build adds the equivalent fence here.
     #[inline]
     pub(crate) fn has_waiters(&self) -> bool {
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
         self.count.load(Ordering::SeqCst) != 0
     }
 

@@ -212,6 +212,10 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
     fn mean_hold_ns(&self) -> u64 {
         self.meta.history.mean_ns()
     }
+
+    fn arrival_token(&self) -> usize {
+        self.next_ticket.load(Ordering::SeqCst)
+    }
 }
 
 impl_raw_mutex!(RawArrayLock, const N: usize);

@@ -259,6 +259,10 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
     fn mean_hold_ns(&self) -> u64 {
         self.meta.history.mean_ns()
     }
+
+    fn arrival_token(&self) -> usize {
+        self.tail.load(Ordering::SeqCst) as usize
+    }
 }
 
 impl_raw_mutex!(RawMcsLock);

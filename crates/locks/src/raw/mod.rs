@@ -37,6 +37,12 @@ pub unsafe trait RawLock: Send + Sync {
     /// Mean of the last 8 sampled hold times, in nanoseconds (Bellosa's rule; 0 until the lock
     /// has been contended).
     fn mean_hold_ns(&self) -> u64;
+    /// A value that changes whenever a thread joins the lock's queue (the ticket counter or the
+    /// queue tail); FIFO tests use it to know that a waiter has enqueued. Not for other uses.
+    #[doc(hidden)]
+    fn arrival_token(&self) -> usize {
+        0
+    }
 }
 
 /// Implements `lock_api::RawMutex` by delegation to [`RawLock`].

@@ -135,6 +135,10 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
     fn mean_hold_ns(&self) -> u64 {
         self.meta.history.mean_ns()
     }
+
+    fn arrival_token(&self) -> usize {
+        self.next.load(Ordering::SeqCst) as usize
+    }
 }
 
 impl_raw_mutex!(RawTicketLock);

@@ -1,0 +1,283 @@
+//! Loom models for every lock, barrier and the condition variable.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p footprint-locks --release --target-dir target/loom --test loom`
+//! (preemptions are bounded to 2 here unless `LOOM_MAX_PREEMPTIONS` says otherwise).
+#![cfg(loom)]
+
+use footprint_locks::*;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    b.check(f);
+}
+
+/// Two threads increment a counter with a non-atomic read-then-write under the lock: a broken
+/// lock loses an update in some interleaving. Both must finish (no lost wake-up: loom reports a
+/// deadlock if a parked thread is never woken).
+fn mutual_exclusion<L: RawLock + Default + 'static>() {
+    model(|| {
+        let lock = Arc::new(L::default());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, value) = (lock.clone(), value.clone());
+                thread::spawn(move || {
+                    let t = lock.lock();
+                    let v = value.load(Ordering::Relaxed);
+                    value.store(v + 1, Ordering::Relaxed);
+                    // SAFETY: we hold the lock through `t`.
+                    unsafe { lock.unlock(t) };
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+        assert!(!lock.is_locked());
+    });
+}
+
+/// FIFO with two threads: while the main thread holds the lock, a second thread enqueues; the
+/// main thread then releases and at once asks again. A FIFO lock must let the enqueued thread in
+/// first (a TTAS lock may let the main thread barge). The main thread waits for the enqueue a
+/// bounded number of yields, so that the model stays finite; in the interleavings where the
+/// other thread had not enqueued by then, the order is not asserted.
+fn fifo<L: RawLock + Default + 'static>() {
+    static CHECKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    CHECKED.store(0, std::sync::atomic::Ordering::SeqCst);
+    model(|| {
+        let lock = Arc::new(L::default());
+        let order = Arc::new(AtomicUsize::new(0));
+        let t = lock.lock();
+        let before = lock.arrival_token();
+        let (l, o) = (lock.clone(), order.clone());
+        let h = thread::spawn(move || {
+            let t = l.lock();
+            let v = o.load(Ordering::Relaxed);
+            o.store(v * 10 + 1, Ordering::Relaxed);
+            // SAFETY: held through `t`.
+            unsafe { l.unlock(t) };
+        });
+        let mut tries = 0;
+        while lock.arrival_token() == before && tries < 2 {
+            thread::yield_now();
+            tries += 1;
+        }
+        let enqueued = lock.arrival_token() != before;
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        let t = lock.lock();
+        let v = order.load(Ordering::Relaxed);
+        order.store(v * 10 + 2, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        h.join().unwrap();
+        let order = order.load(Ordering::Relaxed);
+        assert!(order == 12 || order == 21, "both entered once: {order}");
+        if enqueued {
+            CHECKED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(order, 12, "FIFO: the enqueued thread enters before a later arrival");
+        }
+    });
+    assert!(
+        CHECKED.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "some interleaving enqueued the waiter before the release"
+    );
+}
+
+macro_rules! lock_models {
+    ($($name:ident: $f:ident::<$raw:ty>),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            $f::<$raw>();
+        }
+    )*};
+}
+
+lock_models! {
+    ttas_informed_excl: mutual_exclusion::<RawTtasLock<Informed>>,
+    ttas_block_excl: mutual_exclusion::<RawTtasLock<ImmediateBlock>>,
+    ttas_spin_excl: mutual_exclusion::<RawTtasLock<AlwaysSpin>>,
+    ticket_informed_excl: mutual_exclusion::<RawTicketLock<Informed>>,
+    ticket_block_excl: mutual_exclusion::<RawTicketLock<ImmediateBlock>>,
+    ticket_spin_excl: mutual_exclusion::<RawTicketLock<AlwaysSpin>>,
+    mcs_informed_excl: mutual_exclusion::<RawMcsLock<Informed>>,
+    mcs_block_excl: mutual_exclusion::<RawMcsLock<ImmediateBlock>>,
+    mcs_spin_excl: mutual_exclusion::<RawMcsLock<AlwaysSpin>>,
+    array_informed_excl: mutual_exclusion::<RawArrayLock<Informed, 4>>,
+    array_block_excl: mutual_exclusion::<RawArrayLock<ImmediateBlock, 4>>,
+    array_spin_excl: mutual_exclusion::<RawArrayLock<AlwaysSpin, 4>>,
+    // Capacity 1: the second thread waits at the door.
+    array_door_block_excl: mutual_exclusion::<RawArrayLock<ImmediateBlock, 1>>,
+    array_door_informed_excl: mutual_exclusion::<RawArrayLock<Informed, 1>>,
+    ticket_fifo: fifo::<RawTicketLock<ImmediateBlock>>,
+    mcs_fifo: fifo::<RawMcsLock<ImmediateBlock>>,
+    array_fifo: fifo::<RawArrayLock<ImmediateBlock, 4>>,
+    mcs_informed_fifo: fifo::<RawMcsLock<Informed>>,
+}
+
+/// `threads` threads pass `phases` phases; after each wait every thread of the phase has arrived,
+/// and exactly one leader per phase.
+fn barrier_model<B: Send + Sync + 'static>(
+    make: fn(usize) -> B,
+    wait: fn(&B) -> BarrierWaitResult,
+    threads: usize,
+    phases: usize,
+) {
+    model(move || {
+        let b = Arc::new(make(threads));
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let leaders = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                let (b, arrived, leaders) = (b.clone(), arrived.clone(), leaders.clone());
+                thread::spawn(move || {
+                    for p in 0..phases {
+                        arrived.fetch_add(1, Ordering::SeqCst);
+                        if wait(&b).is_leader() {
+                            leaders.fetch_add(1, Ordering::SeqCst);
+                        }
+                        assert!(arrived.load(Ordering::SeqCst) >= (p + 1) * threads);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(leaders.load(Ordering::SeqCst), phases);
+    });
+}
+
+#[test]
+fn central_block_phases() {
+    barrier_model(CentralBarrier::<ImmediateBlock>::new, CentralBarrier::wait, 2, 2);
+}
+#[test]
+fn central_informed_phases() {
+    barrier_model(CentralBarrier::<Informed>::new, CentralBarrier::wait, 2, 2);
+}
+#[test]
+fn central_spin_phases() {
+    barrier_model(CentralBarrier::<AlwaysSpin>::new, CentralBarrier::wait, 2, 1);
+}
+#[test]
+fn tree_block_phases() {
+    barrier_model(TreeBarrier::<ImmediateBlock>::new, TreeBarrier::wait, 2, 2);
+}
+#[test]
+fn tree_informed_phases() {
+    barrier_model(TreeBarrier::<Informed>::new, TreeBarrier::wait, 2, 2);
+}
+#[test]
+fn dissemination_block_phases() {
+    barrier_model(DisseminationBarrier::<ImmediateBlock>::new, DisseminationBarrier::wait, 2, 2);
+}
+#[test]
+fn dissemination_informed_phases() {
+    barrier_model(DisseminationBarrier::<Informed>::new, DisseminationBarrier::wait, 2, 2);
+}
+
+/// Three threads exercise the inner tree nodes and a second dissemination round (one
+/// preemption: the three-thread state space is large).
+fn barrier_model_three<B: Send + Sync + 'static>(make: fn(usize) -> B, wait: fn(&B) -> BarrierWaitResult) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.max_branches = 100_000;
+    b.check(move || {
+        let b = Arc::new(make(3));
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (b, arrived) = (b.clone(), arrived.clone());
+                thread::spawn(move || {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    let leader = wait(&b).is_leader();
+                    assert_eq!(arrived.load(Ordering::SeqCst), 3);
+                    leader
+                })
+            })
+            .collect();
+        arrived.fetch_add(1, Ordering::SeqCst);
+        let mut leaders = usize::from(wait(&b).is_leader());
+        assert_eq!(arrived.load(Ordering::SeqCst), 3);
+        for h in hs {
+            leaders += usize::from(h.join().unwrap());
+        }
+        assert_eq!(leaders, 1);
+    });
+}
+
+#[test]
+fn tree_block_three() {
+    barrier_model_three(TreeBarrier::<ImmediateBlock>::new, TreeBarrier::wait);
+}
+#[test]
+fn dissemination_block_three() {
+    barrier_model_three(DisseminationBarrier::<ImmediateBlock>::new, DisseminationBarrier::wait);
+}
+
+/// A notification after the waiter released the lock is never lost.
+#[test]
+fn condvar_no_lost_wakeup() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<ImmediateBlock>::new());
+        let cv = Arc::new(Condvar::new());
+        let flag = Arc::new(AtomicUsize::new(0));
+        let (l2, c2, f2) = (lock.clone(), cv.clone(), flag.clone());
+        let setter = thread::spawn(move || {
+            let t = l2.lock();
+            f2.store(1, Ordering::Relaxed);
+            // SAFETY: held through `t`.
+            unsafe { l2.unlock(t) };
+            c2.notify_one();
+        });
+        let mut t = lock.lock();
+        while flag.load(Ordering::Relaxed) == 0 {
+            // SAFETY: held through `t`.
+            t = unsafe { cv.wait_raw(&*lock, t) };
+        }
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        setter.join().unwrap();
+    });
+}
+
+/// notify_all wakes both waiters.
+#[test]
+fn condvar_notify_all() {
+    model(|| {
+        let lock = Arc::new(RawTicketLock::<ImmediateBlock>::new());
+        let cv = Arc::new(Condvar::new());
+        let flag = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, c, f) = (lock.clone(), cv.clone(), flag.clone());
+                thread::spawn(move || {
+                    let mut t = l.lock();
+                    while f.load(Ordering::Relaxed) == 0 {
+                        // SAFETY: held through `t`.
+                        t = unsafe { c.wait_raw(&*l, t) };
+                    }
+                    // SAFETY: held through `t`.
+                    unsafe { l.unlock(t) };
+                })
+            })
+            .collect();
+        let t = lock.lock();
+        flag.store(1, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        cv.notify_all();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
