@@ -359,3 +359,102 @@ impl fmt::Display for Capabilities {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synthetic(hw: Availability, cs: Availability) -> Capabilities {
+        let events = Event::ALL
+            .iter()
+            .map(|&event| EventCapability {
+                event,
+                perf: event.has_perf_event().then(|| {
+                    if event.is_hardware() {
+                        hw.clone()
+                    } else if event.perf_counts_in_kernel_only() {
+                        cs.clone()
+                    } else {
+                        Availability::Available
+                    }
+                }),
+                fallback: fallback_for(event, true, true),
+            })
+            .collect();
+        Capabilities {
+            events,
+            hardware_group: hw,
+            rdpmc: Availability::NotSupported {
+                reason: "needs the hardware group".into(),
+            },
+            pmu_devices: vec![],
+            paranoid: Some(2),
+            kernel_counting: false,
+            hypervisor: true,
+            sched_debug: true,
+            schedstat: true,
+        }
+    }
+
+    #[test]
+    fn table_names_every_refusal_once_and_every_fallback() {
+        let hw = Availability::NotSupported {
+            reason: "no hardware PMU: virtual machine? (test)".into(),
+        };
+        let cs = Availability::PermissionDenied {
+            reason: "perf_event_paranoid is 2 (test)".into(),
+        };
+        let caps = synthetic(hw, cs);
+        let table = caps.to_string();
+        assert_eq!(
+            table
+                .matches("no hardware PMU: virtual machine? (test)")
+                .count(),
+            1,
+            "the hardware reason is printed once, rows refer to it:\n{table}"
+        );
+        assert_eq!(
+            table.matches("as the hardware group above").count(),
+            5,
+            "{table}"
+        );
+        assert_eq!(
+            table.matches("perf_event_paranoid is 2 (test)").count(),
+            2,
+            "{table}"
+        );
+        assert!(table.contains("refused (perf context-switch and migration counters would read 0)"));
+        assert!(table.contains("virtual machine"));
+        assert!(table.contains("se.nr_migrations"));
+        assert!(!caps.cache_misses_available());
+        assert!(!caps.perf_available(Event::ContextSwitches));
+        assert!(caps.perf_available(Event::TaskClock));
+        // Refused in perf, still countable through the fallback.
+        assert!(caps.event(Event::ContextSwitches).unwrap().countable());
+        assert!(caps.event(Event::CpuMigrations).unwrap().countable());
+        assert!(!caps.event(Event::Cycles).unwrap().countable());
+        assert!(caps
+            .summary()
+            .starts_with("hardware counters not supported"));
+    }
+
+    #[test]
+    fn without_sched_debug_migrations_have_no_fallback() {
+        assert_eq!(fallback_for(Event::CpuMigrations, false, true), None);
+        assert_eq!(fallback_for(Event::RunDelay, true, false), None);
+        assert!(fallback_for(Event::ContextSwitches, false, true)
+            .unwrap()
+            .contains("status"));
+        assert_eq!(fallback_for(Event::LlcMisses, true, true), None);
+    }
+
+    #[test]
+    fn availability_labels_and_reasons() {
+        assert!(Availability::Available.is_available());
+        assert_eq!(Availability::Available.reason(), None);
+        assert_eq!(Availability::Available.to_string(), "available");
+        let a = Availability::from_result::<()>(Err(PmuError::NoSuchThread { tid: 3 }));
+        assert!(matches!(a, Availability::Failed { .. }));
+        assert!(a.to_string().starts_with("failed: thread 3"));
+    }
+}

@@ -465,3 +465,40 @@ fn stress_concurrent_waiters_see_the_exact_interval_count() {
     assert_eq!(s.latest().unwrap().seq, n - 1);
     assert!(close(s.window_summary().unwrap().cpu_utilisation.mean, 0.5));
 }
+
+#[test]
+fn proc_profile_source_selections() {
+    use footprint_pmu::{ProcProfileSource, ProfileSource};
+    let me = current_tid();
+    let mut snap = Snapshot::default();
+    let mut only = ProcProfileSource::new(ThreadSelection::Only(vec![me, i32::MAX]));
+    only.snapshot(&mut snap).unwrap();
+    assert_eq!(
+        snap.threads.iter().map(|t| t.tid).collect::<Vec<_>>(),
+        vec![me]
+    );
+    assert_eq!(snap.process.tid, std::process::id() as i32);
+    assert!(snap.process.cpu_ns >= snap.threads[0].cpu_ns);
+    assert!(snap.cpus >= 1 && snap.at_ns > 0);
+
+    let mut none = ProcProfileSource::new(ThreadSelection::ProcessOnly);
+    none.snapshot(&mut snap).unwrap();
+    assert!(snap.threads.is_empty());
+
+    let registry = ThreadRegistry::new();
+    let mut reg = ProcProfileSource::new(ThreadSelection::Registry(registry.clone()));
+    reg.snapshot(&mut snap).unwrap();
+    assert!(snap.threads.is_empty());
+    assert_eq!(registry.register_current(), me);
+    reg.snapshot(&mut snap).unwrap();
+    assert_eq!(snap.threads.len(), 1);
+    reg.exclude_thread(me);
+    reg.snapshot(&mut snap).unwrap();
+    assert!(snap.threads.is_empty(), "excluded threads stay out");
+
+    let mut all = ProcProfileSource::new(ThreadSelection::All).llc(footprint_pmu::LlcCounting::Off);
+    all.snapshot(&mut snap).unwrap();
+    assert!(snap.threads.iter().any(|t| t.tid == me));
+    assert!(snap.threads.windows(2).all(|w| w[0].tid < w[1].tid));
+    assert!(!all.llc_status().is_available());
+}
