@@ -64,6 +64,9 @@ pub struct Rusage {
     pub voluntary_switches: u64,
     /// Involuntary context switches (`ru_nivcsw`).
     pub involuntary_switches: u64,
+    /// Peak resident set size in KiB (`ru_maxrss`; for [`RusageWho::Thread`] Linux reports
+    /// the process's peak too).
+    pub max_rss_kib: u64,
 }
 
 /// Whose usage [`getrusage`] reports.
@@ -96,6 +99,7 @@ pub fn getrusage(who: RusageWho) -> Result<Rusage, PmuError> {
         major_faults: ru.ru_majflt as u64,
         voluntary_switches: ru.ru_nvcsw as u64,
         involuntary_switches: ru.ru_nivcsw as u64,
+        max_rss_kib: ru.ru_maxrss.max(0) as u64,
     })
 }
 
@@ -334,6 +338,11 @@ mod tests {
         assert!(monotonic_ns() >= a);
         assert!(thread_cpu_time_ns() >= c);
         assert!(p.cpu_ns >= r.cpu_ns);
+        // Touch 16 MiB: the peak RSS must cover it.
+        let v = vec![1u8; 16 << 20];
+        std::hint::black_box(&v);
+        let after = getrusage(RusageWho::Process).unwrap();
+        assert!(after.max_rss_kib >= 16 << 10, "{after:?}");
         assert_eq!(current_tid(), raw_gettid());
     }
 }
