@@ -125,7 +125,10 @@ pub struct IntervalProfile {
     pub end_ns: u64,
     /// CPUs the process may run on.
     pub cpus: usize,
-    /// Whole-process rates. `cpu_utilisation` counts every thread, the sampler's included.
+    /// Whole-process rates. CPU utilisation and switch rates come from the process counters
+    /// (every thread, live or exited, the sampler's included); where the source gives no
+    /// process value (migrations, run delay and LLC with [`ProcProfileSource`]), the sum over
+    /// the threads sampled at both ends of the interval.
     pub process: Rates,
     /// Rates of the threads present at both ends of the interval, by tid.
     pub threads: Vec<ThreadRates>,
