@@ -292,7 +292,7 @@ const TABLE_MAX_Y: f64 = 0.9375;
 ///
 /// **Error bound** ([`ReloadTable::max_error_in_cache_sizes`]): linear interpolation errs by at
 /// most `h²/8 · max|L''| = h²/8 /(1 − 0.9375)²` per lookup with `h = 0.9375/512`; two lookups and
-/// the `1/(−N ln(1 − 1/N)) ≤ 1` scaling give `|RT_table − RT| ≤ 2.7·10⁻⁴ · N` misses: about 4
+/// the `1/(−N ln(1 − 1/N)) ≤ 1` scaling give `|RT_table − RT| ≤ 2.15·10⁻⁴ · N` misses: about 3.5
 /// misses for a 1 MiB L2 of 64 B lines. The tests check the bound on a dense grid.
 #[derive(Clone, Debug)]
 pub struct ReloadTable {
@@ -596,7 +596,7 @@ mod tests {
     fn table_error_bound_holds_on_a_dense_grid() {
         let table = ReloadTable::new();
         let bound = ReloadTable::max_error_in_cache_sizes();
-        assert!(bound < 3e-4, "documented as 2.7e-4, got {bound}");
+        assert!(bound <= 2.15e-4, "documented as 2.15e-4, got {bound}");
         let mut worst: f64 = 0.0;
         for lines in [64u64, 768, 16384, 524288] {
             for i in 0..=400 {
@@ -609,6 +609,7 @@ mod tests {
                 }
             }
         }
+        println!("worst table error {worst:.3e}·N, bound {bound:.3e}·N");
         assert!(worst <= bound, "worst {worst} above the bound {bound}");
         assert!(
             worst > bound / 100.0,
