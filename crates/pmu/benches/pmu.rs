@@ -145,8 +145,27 @@ fn sampler(c: &mut Criterion) {
     });
     g.finish();
 
+    drop(stop_tx);
+    for h in idle {
+        h.join().unwrap();
+    }
     // The background sampler at its default interval: CPU time of its thread against wall
-    // time, over a few seconds (printed, not a criterion measurement).
+    // time, over 3 s (printed, not a criterion measurement), with 8 and 64 idle threads.
+    background_overhead(8);
+    background_overhead(64);
+}
+
+fn background_overhead(idle_threads: usize) {
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let stop_rx = std::sync::Arc::new(std::sync::Mutex::new(stop_rx));
+    let idle: Vec<_> = (0..idle_threads)
+        .map(|_| {
+            let rx = std::sync::Arc::clone(&stop_rx);
+            std::thread::spawn(move || {
+                let _ = rx.lock().unwrap().recv();
+            })
+        })
+        .collect();
     let config = SamplerConfig {
         interval: Duration::from_millis(200),
         ..SamplerConfig::default()
@@ -158,12 +177,12 @@ fn sampler(c: &mut Criterion) {
     bg.wait_for_intervals(15, Duration::from_secs(60));
     let o = bg.overhead();
     eprintln!(
-        "sampler/background_200ms: {:.4} % of one core ({} snapshots, {:?} CPU per snapshot, \
-         {} threads sampled)",
+        "sampler/background_200ms/{} threads sampled: {:.4} % of one core ({} snapshots, {:?} \
+         CPU per snapshot)",
+        bg.latest().map_or(0, |p| p.threads.len()),
         o.fraction_of_one_core() * 100.0,
         o.snapshots,
         o.per_snapshot(),
-        bg.latest().map_or(0, |p| p.threads.len())
     );
     drop(bg);
     drop(stop_tx);
