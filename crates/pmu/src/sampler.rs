@@ -413,7 +413,8 @@ impl ProfileSampler {
 
     /// Calls `f` with the window summary each time `window` new intervals are complete (every
     /// 2 s by default), on the sampling thread. `f` must not call back into the
-    /// [`BackgroundSampler`] that runs it (it holds the sampler).
+    /// [`BackgroundSampler`] that runs it (it holds the sampler), and should not panic: a
+    /// panic ends the background thread (reported by the panic hook; later intervals stop).
     pub fn on_window(mut self, f: impl FnMut(&WindowSummary) + Send + 'static) -> ProfileSampler {
         self.on_window.push(Box::new(f));
         self
