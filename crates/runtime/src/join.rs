@@ -73,6 +73,8 @@ where
         data: &job as *const StackJob<B, RB> as *const (),
         exec: exec_stack_job::<B, RB>,
     };
+    // SAFETY: `owner` is the running green thread (this one); only it touches `nested`.
+    unsafe { (*owner).nested.set((*owner).nested.get() + 1) };
     let pushed_on = sched::push_stack_job(r).expect("join runs on a worker here");
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     let rb = if sched::take_back_stack_job(r, pushed_on) {
@@ -91,6 +93,8 @@ where
         // SAFETY: `done` (Acquire) publishes the result; the executor no longer touches the job.
         unsafe { (*job.result.get()).take() }
     };
+    // SAFETY: as above; the control block outlives the green thread's frames.
+    unsafe { (*owner).nested.set((*owner).nested.get() - 1) };
     match (ra, rb) {
         (Err(p), _) => panic::resume_unwind(p),
         (Ok(_), Some(Err(p))) => panic::resume_unwind(p),

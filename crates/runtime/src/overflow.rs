@@ -145,8 +145,9 @@ unsafe extern "C" fn handler(
                 let limit = *(*t).stack_limit.get();
                 let page = crate::sys::page_size();
                 if addr >= limit && addr < limit + page {
+                    let recoverable = (*t).nested.get() == 0;
                     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-                    {
+                    if recoverable {
                         let uc = uctx as *mut libc::ucontext_t;
                         let g = &mut (*uc).uc_mcontext.gregs;
                         let sp = g[libc::REG_RSP as usize] as usize;
@@ -171,7 +172,11 @@ unsafe extern "C" fn handler(
                     }
                     write_stderr(b" overflowed its stack of ");
                     write_usize(*(*t).stack_size.get());
-                    write_stderr(b" bytes; aborting\n");
+                    write_stderr(b" bytes");
+                    if !recoverable {
+                        write_stderr(b" inside a join (its stack is still referenced, so it cannot be abandoned)");
+                    }
+                    write_stderr(b"; aborting. Give green threads a larger stack with Builder::stack_size or GreenBuilder::stack_size\n");
                     libc::abort();
                 }
             }

@@ -401,6 +401,26 @@ impl Runtime {
         self.shared.sleeping_workers()
     }
 
+    /// CPU time (user + system) consumed so far by the worker threads together.
+    pub fn workers_cpu_time(&self) -> std::time::Duration {
+        use std::os::unix::thread::JoinHandleExt;
+        let mut total = std::time::Duration::ZERO;
+        for t in &self.threads {
+            let mut clock: libc::clockid_t = 0;
+            // SAFETY: the pthread is alive (joined only in Drop); clock is a valid out-pointer.
+            if unsafe { libc::pthread_getcpuclockid(t.as_pthread_t(), &mut clock) } != 0 {
+                continue;
+            }
+            // SAFETY: timespec is plain data filled by clock_gettime.
+            let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+            // SAFETY: valid clock id and out-pointer.
+            if unsafe { libc::clock_gettime(clock, &mut ts) } == 0 {
+                total += std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32);
+            }
+        }
+        total
+    }
+
     /// Counters since the runtime started.
     pub fn stats(&self) -> RuntimeStats {
         let mut s = RuntimeStats {

@@ -654,6 +654,8 @@ pub(crate) struct WorkerLocal {
     pub(crate) ctx: ThreadCtx,
     tick: Cell<u32>,
     rng: Cell<u64>,
+    /// The last switch was a yield: let queued new work go before the ready threads.
+    yielded: Cell<bool>,
 }
 
 impl WorkerLocal {
@@ -671,6 +673,7 @@ impl WorkerLocal {
                 current: Cell::new(ptr::null()),
             },
             tick: Cell::new(0),
+            yielded: Cell::new(false),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
     }
@@ -784,6 +787,14 @@ impl WorkerLocal {
                 return Some(j);
             }
             if let Steal::Success(j) = shared.injector.steal() {
+                return Some(j);
+            }
+            if let Some(j) = self.deque.pop() {
+                return Some(j);
+            }
+        }
+        if self.yielded.replace(false) {
+            if let Some(j) = me.pop_inbox() {
                 return Some(j);
             }
             if let Some(j) = self.deque.pop() {
@@ -978,7 +989,10 @@ impl WorkerLocal {
             let r = co.as_mut().expect("coroutine present").resume(());
             self.ctx.current.set(ptr::null());
             match r {
-                CoroutineResult::Yield(Reason::Yield) => self.ready().push_yielded(Job::Task(task)),
+                CoroutineResult::Yield(Reason::Yield) => {
+                    self.ready().push_yielded(Job::Task(task));
+                    self.yielded.set(true);
+                }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
                 CoroutineResult::Return(exit) => {
                     *t.trap.get() = None;

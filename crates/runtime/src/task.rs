@@ -278,6 +278,11 @@ pub(crate) struct Task {
     /// guard page), read by the SIGSEGV handler on the same OS thread.
     pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
     pub(crate) stack_limit: UnsafeCell<usize>,
+    /// Frames of this green thread that others may still reach: `join` halves it offered and
+    /// has not taken back, and spawned threads it is running inline. While non-zero a stack
+    /// overflow cannot be recovered (abandoning the stack would leave dangling references), so
+    /// the overflow handler reports and aborts instead.
+    pub(crate) nested: std::cell::Cell<u32>,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -311,6 +316,7 @@ impl Task {
             panicked: UnsafeCell::new(false),
             trap: UnsafeCell::new(None),
             stack_limit: UnsafeCell::new(0),
+            nested: std::cell::Cell::new(0),
         }
     }
 
@@ -342,6 +348,7 @@ impl Task {
         *self.name.get_mut() = name;
         *self.stack_size.get_mut() = stack_size;
         *self.panicked.get_mut() = false;
+        self.nested.set(0);
         let slot = self.slot.get_mut() as *mut Slot;
         // SAFETY: the slot is free (a pooled block has no job or result left) and sized/aligned
         // for Stored<F, T> or for a pointer to its box.
@@ -533,8 +540,10 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
             unsafe {
                 let me = sched::current_task_ptr();
                 let saved = (*(*me).locals.get()).take();
+                (*me).nested.set((*me).nested.get() + 1);
                 t.run_job_in_place();
                 let me = sched::current_task_ptr();
+                (*me).nested.set((*me).nested.get() - 1);
                 crate::local::clear_task_locals(&*me);
                 *(*me).locals.get() = saved;
                 t.complete();

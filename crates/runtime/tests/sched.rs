@@ -1,0 +1,394 @@
+//! Park/unpark with placement, the scheduler hook, idle CPU use, shutdown, overflow, wake-up
+//! stress.
+
+use footprint_locks::{current_hook, Placement, PriorityClass, Unparker};
+use footprint_runtime::park::{current_unparker, current_worker, park};
+use footprint_runtime::{scope, spawn, yield_now, GreenBuilder, Runtime};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn rt(workers: usize) -> Runtime {
+    Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime")
+}
+
+/// Runs `f` on a helper thread and fails the test if it takes longer than `secs` (a lost
+/// wake-up would hang forever otherwise).
+fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => h.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p)
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: no progress after {secs} s (lost wake-up?)")
+        }
+    }
+}
+
+#[test]
+fn unpark_before_park_is_not_lost() {
+    let rt = rt(1);
+    rt.block_on(|| {
+        let me = current_unparker();
+        me.unpark(Placement::Anywhere);
+        park(); // returns at once: the permit was there
+                // The permit was consumed: a second park needs a new unpark, which a helper gives.
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let h = spawn(move || {
+            d.store(true, Ordering::Release);
+            me.unpark(Placement::Anywhere);
+        });
+        while !done.load(Ordering::Acquire) {
+            park();
+        }
+        h.join().unwrap();
+    });
+}
+
+#[test]
+fn unpark_with_placement_resumes_on_the_named_worker() {
+    let rt = rt(2);
+    // The flag is set only once the thread is parked off every queue (both workers asleep).
+    for target in [1usize, 0] {
+        let parked = Arc::new(AtomicUsize::new(0));
+        let go = Arc::new(AtomicBool::new(false));
+        let (p, g) = (parked.clone(), go.clone());
+        let (tx, rx) = mpsc::channel::<Unparker>();
+        let h = rt.spawn(move || {
+            tx.send(current_unparker()).unwrap();
+            p.store(1, Ordering::Release);
+            while !g.load(Ordering::Acquire) {
+                park();
+            }
+            current_worker()
+        });
+        let u = rx.recv().unwrap();
+        while parked.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        // Wait until it is really parked: both workers idle means it is off every queue.
+        while rt.sleeping_workers() < 2 {
+            std::thread::yield_now();
+        }
+        go.store(true, Ordering::Release);
+        u.unpark(Placement::Worker(target));
+        assert_eq!(h.join().unwrap(), Some(target));
+    }
+}
+
+#[test]
+fn hook_is_installed_and_class_cells_are_per_green_thread() {
+    let rt = rt(1);
+    rt.block_on(|| {
+        let hook = current_hook();
+        assert!(hook.is_green());
+        assert_eq!(hook.worker_id(), Some(0));
+        let mine = hook.class_cell() as *const _ as usize;
+        assert_eq!(hook.class_cell().get(), PriorityClass::Running);
+        hook.class_cell().set(PriorityClass::Holder);
+        let other = spawn(|| {
+            let h = current_hook();
+            (h.class_cell() as *const _ as usize, h.class_cell().get())
+        });
+        // Let it start on its own stack before we join (a join before start runs it inline).
+        yield_now();
+        let (addr, class) = other.join().unwrap();
+        assert_ne!(addr, mine);
+        assert_eq!(class, PriorityClass::Running);
+        assert_eq!(hook.class_cell().get(), PriorityClass::Holder);
+        hook.class_cell().set(PriorityClass::Running);
+    });
+    // Outside the runtime the OS hook answers.
+    assert!(!current_hook().is_green());
+}
+
+#[test]
+fn higher_class_ready_and_yield_to_higher() {
+    let rt = rt(1);
+    rt.block_on(|| {
+        let hook = current_hook();
+        assert!(!hook.higher_class_ready(PriorityClass::Running));
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        // A thread that publishes Holder and then yields back to us.
+        let h = spawn(move || {
+            current_hook().class_cell().set(PriorityClass::Holder);
+            yield_now();
+            r.store(true, Ordering::Release);
+            current_hook().class_cell().set(PriorityClass::Running);
+        });
+        yield_now(); // it starts, publishes Holder, yields: it is now ready with class Holder
+        assert!(hook.higher_class_ready(PriorityClass::Running));
+        assert!(!hook.higher_class_ready(PriorityClass::Holder));
+        assert!(hook.yield_to_higher(PriorityClass::Running));
+        assert!(ran.load(Ordering::Acquire));
+        h.join().unwrap();
+        assert!(!hook.yield_to_higher(PriorityClass::Running));
+    });
+}
+
+#[test]
+fn park_timeout_returns_false_on_timeout() {
+    let rt = rt(1);
+    rt.block_on(|| {
+        let t0 = Instant::now();
+        let mut woke = true;
+        // Spurious wake-ups are allowed; a timeout must come eventually.
+        for _ in 0..10 {
+            woke = current_hook().park_timeout(Duration::from_millis(20));
+            if !woke {
+                break;
+            }
+        }
+        assert!(!woke);
+        assert!(t0.elapsed() >= Duration::from_millis(20));
+    });
+}
+
+#[test]
+fn idle_runtime_uses_no_cpu() {
+    let rt = rt(2);
+    rt.block_on(|| assert_eq!(footprint_runtime::join(|| 1, || 2), (1, 2)));
+    while rt.sleeping_workers() < rt.workers() {
+        std::thread::yield_now();
+    }
+    let before = rt.workers_cpu_time();
+    let wall = Instant::now();
+    // A measuring window, not synchronisation: the workers are already asleep.
+    std::thread::sleep(Duration::from_millis(300));
+    let used = rt.workers_cpu_time() - before;
+    assert_eq!(rt.sleeping_workers(), rt.workers());
+    assert!(
+        used < Duration::from_millis(5),
+        "idle runtime used {used:?} CPU in {:?}",
+        wall.elapsed()
+    );
+}
+
+#[test]
+fn dropping_the_runtime_finishes_detached_work() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let n = 2_000;
+    {
+        let rt = rt(2);
+        let c = count.clone();
+        rt.block_on(move || {
+            for i in 0..n {
+                let c = c.clone();
+                drop(spawn(move || {
+                    if i.is_multiple_of(3) {
+                        yield_now();
+                    }
+                    c.fetch_add(1, Ordering::Relaxed);
+                }));
+            }
+        });
+        let c = count.clone();
+        drop(rt.spawn(move || {
+            // A detached thread that parks and is woken by another detached thread.
+            let u = current_unparker();
+            let go = Arc::new(AtomicBool::new(false));
+            let g = go.clone();
+            drop(spawn(move || {
+                g.store(true, Ordering::Release);
+                u.unpark(Placement::Anywhere);
+            }));
+            while !go.load(Ordering::Acquire) {
+                park();
+            }
+            c.fetch_add(1, Ordering::Relaxed);
+        }));
+    }
+    assert_eq!(count.load(Ordering::Relaxed), n + 1);
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(n: u64, sink: &mut [u8; 1024]) -> u64 {
+    let mut buf = [0u8; 1024];
+    buf[(n % 1024) as usize] = n as u8;
+    sink[0] = sink[0].wrapping_add(buf[0]);
+    let r = recurse(std::hint::black_box(n + 1), &mut buf);
+    r + buf[(n % 7) as usize] as u64
+}
+
+#[test]
+fn stack_overflow_is_reported_to_the_joiner_and_runtime_survives() {
+    let rt = Runtime::builder()
+        .workers(1)
+        .stack_size(256 << 10)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let r = rt.block_on(|| {
+            let h = GreenBuilder::new()
+                .name("deep")
+                .spawn(|| recurse(0, &mut [0; 1024]))
+                .unwrap();
+            yield_now(); // let it start on its own stack (a join before that would run it inline)
+            h.join()
+        });
+        let msg = r.unwrap_err().downcast::<String>().unwrap();
+        assert!(msg.contains("'deep'"), "{msg}");
+        assert!(msg.contains(&(256usize << 10).to_string()), "{msg}");
+        assert!(msg.contains("overflowed"), "{msg}");
+    }
+    assert_eq!(rt.stats().overflows, 3);
+    assert_eq!(rt.block_on(|| footprint_runtime::join(|| 1, || 2)), (1, 2));
+}
+
+fn join_depth(n: u64) -> u64 {
+    if n == 0 {
+        return recurse(0, &mut [0; 1024]);
+    }
+    let (a, _) = footprint_runtime::join(|| join_depth(n - 1), || 0);
+    a
+}
+
+/// Inside a `join` the overflowed stack is still referenced, so the process reports the thread
+/// and its stack size and aborts. Checked in a child process.
+#[test]
+fn stack_overflow_inside_join_aborts_with_a_report() {
+    if std::env::var_os("FOOTPRINT_OVERFLOW_CHILD").is_some() {
+        let rt = Runtime::builder()
+            .workers(1)
+            .stack_size(128 << 10)
+            .build()
+            .unwrap();
+        let h = rt.block_on(|| {
+            GreenBuilder::new()
+                .name("forker")
+                .spawn(|| join_depth(3))
+                .unwrap()
+        });
+        let _ = h.join();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "stack_overflow_inside_join_aborts_with_a_report",
+            "--nocapture",
+        ])
+        .env("FOOTPRINT_OVERFLOW_CHILD", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("green thread 'forker' overflowed its stack of 131072 bytes inside a join"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wakeups_from_outside_are_never_lost() {
+    with_watchdog(60, "spawn into a sleeping runtime", || {
+        let rt = rt(2);
+        let rounds = if cfg!(debug_assertions) { 300 } else { 3000 };
+        let count = Arc::new(AtomicUsize::new(0));
+        for i in 0..rounds {
+            if i.is_multiple_of(2) {
+                // Sleeping workers: the spawn must wake one.
+                while rt.sleeping_workers() < rt.workers() {
+                    std::thread::yield_now();
+                }
+            }
+            let c = count.clone();
+            rt.spawn(move || c.fetch_add(1, Ordering::Relaxed))
+                .join()
+                .unwrap();
+        }
+        assert_eq!(count.load(Ordering::Relaxed), rounds);
+    });
+}
+
+#[test]
+fn ping_pong_park_unpark_exact_counts() {
+    with_watchdog(60, "ping-pong", || {
+        let rt = rt(2);
+        let rounds = if cfg!(debug_assertions) {
+            2_000
+        } else {
+            20_000
+        };
+        let total = rt.block_on(move || {
+            let turn = Arc::new(AtomicUsize::new(0));
+            let slots: Arc<Mutex<[Option<Unparker>; 2]>> = Arc::new(Mutex::new([None, None]));
+            scope(|s| {
+                let hs: Vec<_> = (0..2)
+                    .map(|me| {
+                        let turn = turn.clone();
+                        let slots = slots.clone();
+                        s.spawn(move || {
+                            slots.lock().unwrap()[me] = Some(current_unparker());
+                            let mut mine = 0;
+                            loop {
+                                let t = turn.load(Ordering::Acquire);
+                                if t >= 2 * rounds {
+                                    break;
+                                }
+                                if t % 2 == me {
+                                    mine += 1;
+                                    turn.store(t + 1, Ordering::Release);
+                                    if let Some(u) = &slots.lock().unwrap()[1 - me] {
+                                        u.unpark(Placement::Anywhere);
+                                    }
+                                } else {
+                                    park();
+                                }
+                            }
+                            if let Some(u) = &slots.lock().unwrap()[1 - me] {
+                                u.unpark(Placement::Anywhere);
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        });
+        assert_eq!(total, vec![rounds, rounds]);
+    });
+}
+
+#[test]
+fn spawn_storm_across_workers_exact_count() {
+    with_watchdog(60, "spawn storm", || {
+        let rt = rt(3);
+        let n: usize = if cfg!(debug_assertions) {
+            20_000
+        } else {
+            200_000
+        };
+        fn tree(lo: usize, hi: usize) -> usize {
+            if hi - lo <= 8 {
+                return (lo..hi).sum();
+            }
+            let mid = (lo + hi) / 2;
+            let h = spawn(move || tree(lo, mid));
+            let r = tree(mid, hi);
+            if mid.is_multiple_of(3) {
+                yield_now();
+            }
+            h.join().unwrap() + r
+        }
+        assert_eq!(rt.block_on(move || tree(0, n)), n * (n - 1) / 2);
+        let s = rt.stats();
+        assert_eq!(s.spawned, s.finished);
+    });
+}
