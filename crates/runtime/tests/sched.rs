@@ -180,7 +180,7 @@ fn idle_runtime_uses_no_cpu() {
 #[test]
 fn dropping_the_runtime_finishes_detached_work() {
     let count = Arc::new(AtomicUsize::new(0));
-    let n = 2_000;
+    let n: usize = 2_000;
     {
         let rt = rt(2);
         let c = count.clone();
@@ -297,7 +297,7 @@ fn stack_overflow_inside_join_aborts_with_a_report() {
 fn wakeups_from_outside_are_never_lost() {
     with_watchdog(60, "spawn into a sleeping runtime", || {
         let rt = rt(2);
-        let rounds = if cfg!(debug_assertions) { 300 } else { 3000 };
+        let rounds: usize = if cfg!(debug_assertions) { 300 } else { 3000 };
         let count = Arc::new(AtomicUsize::new(0));
         for i in 0..rounds {
             if i.is_multiple_of(2) {
