@@ -95,7 +95,10 @@ impl Condvar {
 
     /// Releases the lock behind `guard`, waits for a notification, and re-acquires the lock.
     #[cfg(not(loom))]
-    pub fn wait<R: lock_api::RawMutex, T: ?Sized>(&self, guard: &mut lock_api::MutexGuard<'_, R, T>) {
+    pub fn wait<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+    ) {
         let seq = self.seq.load(Ordering::SeqCst);
         lock_api::MutexGuard::unlocked(guard, || self.block(seq, None));
     }

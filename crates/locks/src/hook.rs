@@ -122,7 +122,12 @@ impl ClassCell {
         new: PriorityClass,
     ) -> Result<PriorityClass, PriorityClass> {
         self.0
-            .compare_exchange(current as u8, new as u8, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                current as u8,
+                new as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .map(PriorityClass::from_u8)
             .map_err(PriorityClass::from_u8)
     }

@@ -66,8 +66,8 @@ pub use barrier::{
 };
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use hook::{
-    current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass,
-    SchedulerHook, Unpark, Unparker,
+    current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass, SchedulerHook,
+    Unpark, Unparker,
 };
 pub use raw::{RawArrayLock, RawLock, RawMcsLock, RawTicketLock, RawTtasLock};
 pub use wait::{AlwaysSpin, HeldToken, ImmediateBlock, Informed, WaitMode, WaitPolicy};

@@ -275,7 +275,10 @@ mod tests {
 
     #[test]
     fn parses_loadavg() {
-        assert_eq!(parse_loadavg_running("0.52 0.58 0.59 3/467 12345\n"), Some(3));
+        assert_eq!(
+            parse_loadavg_running("0.52 0.58 0.59 3/467 12345\n"),
+            Some(3)
+        );
         assert_eq!(parse_loadavg_running("garbage"), None);
     }
 

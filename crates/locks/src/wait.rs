@@ -545,7 +545,11 @@ fn spin_phase(
     ready: &mut dyn FnMut() -> bool,
 ) -> bool {
     let mut start = stats::now_ns();
-    let my_ivcsw = if green { 0 } else { crate::os::my_involuntary_switches() };
+    let my_ivcsw = if green {
+        0
+    } else {
+        crate::os::my_involuntary_switches()
+    };
     let mut holder_mark: Option<u64> = None;
     let mut extensions = 0u32;
     let mut shift = 0u32;
@@ -566,7 +570,7 @@ fn spin_phase(
             }
             continue;
         }
-        if iter % CHECK_EVERY != 0 {
+        if !iter.is_multiple_of(CHECK_EVERY) {
             continue;
         }
         if hook.higher_class_ready(w.class) && hook.yield_to_higher(w.class) {
@@ -583,7 +587,7 @@ fn spin_phase(
         if crate::os::oversubscribed() {
             return true;
         }
-        if iter % (CHECK_EVERY * 16) == 0 && crate::os::my_involuntary_switches() != my_ivcsw {
+        if iter.is_multiple_of(CHECK_EVERY * 16) && crate::os::my_involuntary_switches() != my_ivcsw {
             return true;
         }
         if waited > budget_ns {

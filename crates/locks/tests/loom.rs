@@ -83,7 +83,10 @@ fn fifo<L: RawLock + Default + 'static>() {
         assert!(order == 12 || order == 21, "both entered once: {order}");
         if enqueued {
             CHECKED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            assert_eq!(order, 12, "FIFO: the enqueued thread enters before a later arrival");
+            assert_eq!(
+                order, 12,
+                "FIFO: the enqueued thread enters before a later arrival"
+            );
         }
     });
     assert!(
@@ -158,7 +161,12 @@ fn barrier_model<B: Send + Sync + 'static>(
 
 #[test]
 fn central_block_phases() {
-    barrier_model(CentralBarrier::<ImmediateBlock>::new, CentralBarrier::wait, 2, 2);
+    barrier_model(
+        CentralBarrier::<ImmediateBlock>::new,
+        CentralBarrier::wait,
+        2,
+        2,
+    );
 }
 #[test]
 fn central_informed_phases() {
@@ -166,7 +174,12 @@ fn central_informed_phases() {
 }
 #[test]
 fn central_spin_phases() {
-    barrier_model(CentralBarrier::<AlwaysSpin>::new, CentralBarrier::wait, 2, 1);
+    barrier_model(
+        CentralBarrier::<AlwaysSpin>::new,
+        CentralBarrier::wait,
+        2,
+        1,
+    );
 }
 #[test]
 fn tree_block_phases() {
@@ -178,16 +191,29 @@ fn tree_informed_phases() {
 }
 #[test]
 fn dissemination_block_phases() {
-    barrier_model(DisseminationBarrier::<ImmediateBlock>::new, DisseminationBarrier::wait, 2, 2);
+    barrier_model(
+        DisseminationBarrier::<ImmediateBlock>::new,
+        DisseminationBarrier::wait,
+        2,
+        2,
+    );
 }
 #[test]
 fn dissemination_informed_phases() {
-    barrier_model(DisseminationBarrier::<Informed>::new, DisseminationBarrier::wait, 2, 2);
+    barrier_model(
+        DisseminationBarrier::<Informed>::new,
+        DisseminationBarrier::wait,
+        2,
+        2,
+    );
 }
 
 /// Three threads exercise the inner tree nodes and a second dissemination round (one
 /// preemption: the three-thread state space is large).
-fn barrier_model_three<B: Send + Sync + 'static>(make: fn(usize) -> B, wait: fn(&B) -> BarrierWaitResult) {
+fn barrier_model_three<B: Send + Sync + 'static>(
+    make: fn(usize) -> B,
+    wait: fn(&B) -> BarrierWaitResult,
+) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(1);
     b.max_branches = 100_000;
@@ -221,7 +247,10 @@ fn tree_block_three() {
 }
 #[test]
 fn dissemination_block_three() {
-    barrier_model_three(DisseminationBarrier::<ImmediateBlock>::new, DisseminationBarrier::wait);
+    barrier_model_three(
+        DisseminationBarrier::<ImmediateBlock>::new,
+        DisseminationBarrier::wait,
+    );
 }
 
 /// A notification after the waiter released the lock is never lost.

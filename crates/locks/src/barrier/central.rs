@@ -20,7 +20,7 @@ const KIND: &str = "CentralBarrier";
 /// assert!(me ^ t.join().unwrap());
 /// ```
 pub struct CentralBarrier<W: WaitPolicy = Informed> {
-    core: BarrierCore,
+    pub(super) core: BarrierCore,
     _policy: PhantomData<W>,
 }
 

@@ -195,3 +195,60 @@ impl fmt::Debug for BarrierCore {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::ImmediateBlock;
+
+    #[test]
+    fn arrival_before_previous_phase_released_panics_and_poisons() {
+        let core = BarrierCore::new(2).unwrap();
+        // Phase 0 has had its 2 arrivals but has not been released yet.
+        core.arrivals.store(2, Ordering::SeqCst);
+        let extra = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            core.arrive::<ImmediateBlock>("TestBarrier");
+        }));
+        let msg = *extra.unwrap_err().downcast::<String>().unwrap();
+        assert!(
+            msg.contains("more than n = 2 threads arrived in one phase"),
+            "{msg}"
+        );
+        // Everyone else now panics instead of hanging.
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            core.arrive::<ImmediateBlock>("TestBarrier");
+        }));
+        let msg = *next.unwrap_err().downcast::<String>().unwrap();
+        assert!(msg.contains("poisoned"), "{msg}");
+    }
+
+    #[test]
+    fn poisoning_wakes_parked_waiters() {
+        let b = std::sync::Arc::new(CentralBarrier::<ImmediateBlock>::new(3));
+        let b2 = b.clone();
+        let waiter = std::thread::spawn(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b2.wait())).is_err()
+        });
+        // Wait until the waiter took its ticket, then fake the rest of phase 0 without release.
+        while b.core.arrivals.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        b.core.arrivals.fetch_add(2, Ordering::SeqCst);
+        let extra = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.wait()));
+        assert!(extra.is_err());
+        assert!(
+            waiter.join().unwrap(),
+            "the parked waiter panicked instead of hanging"
+        );
+    }
+
+    #[test]
+    fn one_participant_is_always_leader() {
+        let b = TreeBarrier::<crate::Informed>::new(1);
+        for _ in 0..3 {
+            assert!(b.wait().is_leader());
+        }
+        let d = DisseminationBarrier::<crate::Informed>::new(1);
+        assert!(d.wait().is_leader());
+    }
+}

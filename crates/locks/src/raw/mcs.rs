@@ -7,7 +7,9 @@ use super::{impl_raw_mutex, RawLock};
 use crate::hook::{ClassCell, PriorityClass};
 use crate::stats::LockTimesSnapshot;
 use crate::sync::{spin_hint, AtomicBool, AtomicPtr, Ordering};
-use crate::wait::{wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy};
+use crate::wait::{
+    wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
+};
 use crossbeam_utils::CachePadded;
 use std::marker::PhantomData;
 use std::ptr;
@@ -177,7 +179,7 @@ fn wait_for_link(link: &AtomicPtr<McsNode>) -> *mut McsNode {
             return p;
         }
         i += 1;
-        if i % 128 == 0 {
+        if i.is_multiple_of(128) {
             // The linker may have been preempted: give it the processor.
             crate::hook::current_hook().yield_now();
         } else {
@@ -200,7 +202,12 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
         let scope = ClassScope::enter::<W>();
         if self
             .tail
-            .compare_exchange(ptr::null_mut(), held(), Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(
+                ptr::null_mut(),
+                held(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             return scope.into_held(&self.meta);
@@ -212,7 +219,12 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
         self.tail
-            .compare_exchange(ptr::null_mut(), held(), Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(
+                ptr::null_mut(),
+                held(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
             .ok()
             .map(|_| scope.into_held(&self.meta))
     }
@@ -224,7 +236,12 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
         if succ.is_null() {
             if self
                 .tail
-                .compare_exchange(held(), ptr::null_mut(), Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(
+                    held(),
+                    ptr::null_mut(),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 token.released();

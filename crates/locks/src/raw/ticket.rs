@@ -4,7 +4,9 @@ use super::{impl_raw_mutex, RawLock};
 use crate::hook::PriorityClass;
 use crate::stats::LockTimesSnapshot;
 use crate::sync::{AtomicU32, Ordering};
-use crate::wait::{wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy};
+use crate::wait::{
+    wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
+};
 use crossbeam_utils::CachePadded;
 use std::marker::PhantomData;
 

@@ -4,7 +4,9 @@ use super::{impl_raw_mutex, RawLock};
 use crate::hook::PriorityClass;
 use crate::stats::LockTimesSnapshot;
 use crate::sync::{AtomicBool, Ordering};
-use crate::wait::{wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy};
+use crate::wait::{
+    wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
+};
 use std::marker::PhantomData;
 
 /// Test-and-test-and-set lock: waiters read the flag (locally cached) and try the atomic swap
