@@ -11,7 +11,7 @@ use footprint_affinity::placement::shuffle::{plan_shuffle, ShuffleThread};
 use footprint_affinity::policy::{
     AffinityPolicy, Policy, PolicyKind, ThreadAffinity, WorkerAffinity,
 };
-use footprint_affinity::reload::{expected_remaining, reload_transient, ReloadTable};
+use footprint_affinity::reload::{expected_remaining, reload_transient, CacheModel, ReloadTable};
 use footprint_affinity::{CacheDomain, Topology};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -118,6 +118,14 @@ fn reload_table_vs_exact(c: &mut Criterion) {
             i = (i + 1) & (THREADS - 1);
             let (f, v) = black_box(inputs[i]);
             table.reload_transient(n, f, v)
+        })
+    });
+    let model = CacheModel::new(n);
+    group.bench_function("table, per-cache constant precomputed", |b| {
+        b.iter(|| {
+            i = (i + 1) & (THREADS - 1);
+            let (f, v) = black_box(inputs[i]);
+            table.reload_transient_in(&model, f, v)
         })
     });
     group.finish();
