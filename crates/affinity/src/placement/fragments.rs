@@ -73,8 +73,8 @@ pub struct FragmentBatcher {
     free_slots: Vec<usize>,
     /// DF → its home batch (new arrivals join it).
     home: HashMap<FragmentId, usize>,
-    /// Thread → (batch slot, DF).
-    thread_batch: HashMap<ThreadId, usize>,
+    /// Thread → (batch slot, position in the batch's members): O(1) removal.
+    thread_batch: HashMap<ThreadId, (usize, usize)>,
     next_order: u64,
     imbalance_threshold: usize,
     sustain: u32,
@@ -166,9 +166,9 @@ impl FragmentBatcher {
 
     /// Places `thread`, which is about to work on `fragment` (first sight, a known DF, or a DF
     /// change: see the module documentation). Placing a thread again on the same DF returns its
-    /// current placement.
+    /// current placement. O(1) expected, plus O(workers) for a new DF.
     pub fn place(&mut self, thread: ThreadId, fragment: FragmentId) -> FragmentPlacement {
-        if let Some(&slot) = self.thread_batch.get(&thread) {
+        if let Some(&(slot, _)) = self.thread_batch.get(&thread) {
             let b = self.batch(slot);
             if b.fragment == fragment {
                 return FragmentPlacement {
@@ -190,9 +190,9 @@ impl FragmentBatcher {
         };
         let b = self.batch_mut(slot);
         b.members.push(thread);
-        let (worker, order) = (b.worker, b.order);
+        let (worker, order, pos) = (b.worker, b.order, b.members.len() - 1);
         self.loads[worker] += 1;
-        self.thread_batch.insert(thread, slot);
+        self.thread_batch.insert(thread, (slot, pos));
         FragmentPlacement {
             worker,
             order,
@@ -202,7 +202,7 @@ impl FragmentBatcher {
 
     /// The current placement of `thread`, if placed.
     pub fn placement_of(&self, thread: ThreadId) -> Option<FragmentPlacement> {
-        let b = self.batch(*self.thread_batch.get(&thread)?);
+        let b = self.batch(self.thread_batch.get(&thread)?.0);
         Some(FragmentPlacement {
             worker: b.worker,
             order: b.order,
@@ -214,19 +214,23 @@ impl FragmentBatcher {
     /// DF's home (its data is still cached there) until the next [`FragmentBatcher::rebalance`].
     /// Returns false if it was not placed.
     pub fn remove(&mut self, thread: ThreadId) -> bool {
-        let Some(slot) = self.thread_batch.remove(&thread) else {
+        let Some((slot, pos)) = self.thread_batch.remove(&thread) else {
             return false;
         };
         let b = self.batch_mut(slot);
-        if let Some(pos) = b.members.iter().position(|&t| t == thread) {
-            b.members.remove(pos);
-        }
+        b.members.swap_remove(pos);
+        let moved = b.members.get(pos).copied();
         let worker = b.worker;
+        if let Some(moved) = moved {
+            self.thread_batch.insert(moved, (slot, pos));
+        }
         self.loads[worker] -= 1;
         true
     }
 
-    /// The batches on `worker` in run order: `(fragment, threads)`, oldest batch first.
+    /// The batches on `worker` in run order: `(fragment, threads)`, oldest batch first. Inside a
+    /// batch, threads are listed in arrival order until one leaves (removal swaps the last member
+    /// into the gap: O(1)); the runtime runs a batch's threads in its own FIFO order anyway.
     pub fn run_order(&self, worker: usize) -> Vec<(FragmentId, Vec<ThreadId>)> {
         let mut batches: Vec<&Batch> = self
             .batches
@@ -341,8 +345,8 @@ impl FragmentBatcher {
         let new_slot = self.new_batch(fragment, least);
         // The part that moves is a batch of its own; the DF's home stays where it was.
         self.batch_mut(new_slot).members = split_off.clone();
-        for &t in &split_off {
-            self.thread_batch.insert(t, new_slot);
+        for (pos, &t) in split_off.iter().enumerate() {
+            self.thread_batch.insert(t, (new_slot, pos));
         }
         self.loads[busiest] -= take;
         self.loads[least] += take;
@@ -365,11 +369,11 @@ impl FragmentBatcher {
         for (slot, b) in self.batches.iter().enumerate() {
             let Some(b) = b else { continue };
             counts[b.worker] += b.members.len();
-            for &t in &b.members {
+            for (pos, &t) in b.members.iter().enumerate() {
                 if !seen.insert(t) {
                     return Err(format!("thread {t} in two batches"));
                 }
-                if self.thread_batch.get(&t) != Some(&slot) {
+                if self.thread_batch.get(&t) != Some(&(slot, pos)) {
                     return Err(format!("thread {t} index points elsewhere"));
                 }
             }
