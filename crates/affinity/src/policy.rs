@@ -648,6 +648,31 @@ mod tests {
         assert_eq!(b.miss_sum(), 66);
     }
 
+    /// 004 §3.3.1: MinMisses ranks a thread with many start-up misses last; MissSum, whose
+    /// history starts at zero while long-running threads accumulate theirs, does not. (Four
+    /// threads on a worker with a half-life of 32 stops settle at 8–16 runs' worth of misses.)
+    #[test]
+    fn miss_sum_avoids_the_start_up_anomaly() {
+        let (_, w0, _) = setup();
+        let mut old = [ThreadAffinity::new(); 4];
+        for _round in 0..20 {
+            for t in &mut old {
+                MissSum.on_stop(t, Some(200), &w0);
+            }
+        }
+        let mut newcomer = ThreadAffinity::new();
+        MissSum.on_stop(&mut newcomer, Some(1000), &w0);
+        for t in &old {
+            assert!(MinMisses.key(&newcomer, &w0) > MinMisses.key(t, &w0));
+            assert!(
+                MissSum.key(&newcomer, &w0) < MissSum.key(t, &w0),
+                "newcomer {} vs old {}",
+                MissSum.key(&newcomer, &w0),
+                MissSum.key(t, &w0)
+            );
+        }
+    }
+
     #[test]
     fn miss_policies_fall_back_to_virtual_time_without_counts() {
         let (_, w0, _) = setup();
