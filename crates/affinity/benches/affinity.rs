@@ -11,6 +11,7 @@ use footprint_affinity::placement::shuffle::{plan_shuffle, ShuffleThread};
 use footprint_affinity::policy::{
     AffinityPolicy, Policy, PolicyKind, ThreadAffinity, WorkerAffinity,
 };
+use footprint_affinity::ready::ReadyHeap;
 use footprint_affinity::reload::{expected_remaining, reload_transient, CacheModel, ReloadTable};
 use footprint_affinity::{CacheDomain, Topology};
 use std::hint::black_box;
@@ -176,5 +177,39 @@ fn advisors(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, keys, reload_table_vs_exact, advisors);
+/// The keyed ready structure against the runtime's plain deque, 64 ready threads in steady
+/// state: one push and one pop per iteration.
+fn ready_structure(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ready (64 queued, push + pop)");
+    let mut heap = ReadyHeap::with_capacity(128);
+    let mut deque = std::collections::VecDeque::with_capacity(128);
+    for i in 0..64u64 {
+        heap.push(i.wrapping_mul(0x9E37_79B9) % 1000, i);
+        deque.push_back(i);
+    }
+    let mut x = 1u64;
+    group.bench_function("ReadyHeap (key order)", |b| {
+        b.iter(|| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            heap.push(black_box(x >> 54), x);
+            heap.pop()
+        })
+    });
+    group.bench_function("VecDeque (FIFO, peer)", |b| {
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            deque.push_back(black_box(x));
+            deque.pop_front()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    keys,
+    reload_table_vs_exact,
+    advisors,
+    ready_structure
+);
 criterion_main!(benches);

@@ -7,6 +7,7 @@
 //!   hot-path table.
 //! - [`ledger`]: per-domain miss clocks; a thread's valid lines now in O(1).
 //! - [`policy`]: the five strategies of 004 Table 3.3 behind one trait, and `Auto`.
+//! - [`ready`]: a ready structure ordered by key, FIFO among equal keys.
 //! - [`placement`]: lock-hot placement (000), data-fragment batching (001), thread shuffling
 //!   (003), partner forces (004 §5.3).
 //!
@@ -29,6 +30,7 @@ mod hwloc_backend;
 pub mod ledger;
 pub mod placement;
 pub mod policy;
+pub mod ready;
 pub mod reload;
 pub mod topology;
 
