@@ -111,13 +111,11 @@ unsafe fn spawn_blocking_raw<F, T>(shared: *const Shared, f: F) -> Arc<Task>
 where
     F: FnOnce() -> T,
 {
-    let mut t = Arc::new(Task::new());
-    {
-        let tm = Arc::get_mut(&mut t).expect("fresh Arc is unique");
-        tm.init(f, shared, true, 0, None, None, 0);
-        // Never claimable by a joiner: it must run on a blocking thread.
-        *tm.life.get_mut() = LIFE_RUNNING;
-    }
+    let t = Arc::new(Task::new());
+    // SAFETY: a fresh Arc is unique.
+    unsafe { t.init(f, shared, true, 0, None, None, 0) };
+    // Never claimable by a joiner: it must run on a blocking thread.
+    t.life.store(LIFE_RUNNING, Ordering::Relaxed);
     // SAFETY: shared is alive (caller's runtime or the global one).
     unsafe { (*shared).ext_spawned.fetch_add(1, Ordering::Release) };
     submit(t.clone());

@@ -59,10 +59,9 @@ where
     RA: Send,
     RB: Send,
 {
-    let owner = sched::current_task_ptr();
-    if owner.is_null() || sched::current_worker_index().is_none() {
+    let Some((owner, worker)) = sched::current_green_on_worker() else {
         return runtime::current_or_global(|rt| rt.block_on(move || join(a, b)));
-    }
+    };
     let job = StackJob::<B, RB> {
         f: UnsafeCell::new(Some(b)),
         result: UnsafeCell::new(None),
@@ -75,7 +74,8 @@ where
     };
     // SAFETY: `owner` is the running green thread (this one); only it touches `nested`.
     unsafe { (*owner).nested.set((*owner).nested.get() + 1) };
-    let pushed_on = sched::push_stack_job(r).expect("join runs on a worker here");
+    // SAFETY: `worker` was read just above and we have not yielded since.
+    let pushed_on = unsafe { sched::push_stack_job(worker, r) };
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     let rb = if sched::take_back_stack_job(r, pushed_on) {
         // SAFETY: we took the only reference back, so `f` is ours.

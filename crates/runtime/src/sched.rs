@@ -282,6 +282,21 @@ impl Shared {
         }
     }
 
+    /// Wakes one sleeping worker after a push to the calling worker's *own* start deque.
+    ///
+    /// No fence here: such a push cannot be lost, because the pushing worker drains its own deque
+    /// before it ever goes idle (a `join` takes its half back or waits while its worker runs
+    /// other work). If the load below misses a worker that is just falling asleep, the cost is
+    /// parallelism, not progress, and the next push (or the sleeper's own final search, which
+    /// follows a fence) repairs it.
+    #[inline]
+    pub(crate) fn notify_one_local_push(&self, from: usize) {
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        self.wake_one_slow(from);
+    }
+
     /// Wakes worker `w` if it sleeps (after putting work in its inbox).
     pub(crate) fn notify_worker(&self, w: usize) {
         fence(Ordering::SeqCst);
@@ -505,7 +520,7 @@ pub(crate) fn count_finished(t: &Task) {
 }
 
 /// Returns a finished control block to the pool of the worker the caller runs on.
-pub(crate) fn recycle(mut task: Arc<Task>) {
+pub(crate) fn recycle(task: Arc<Task>) {
     let c = ctx_ptr();
     if c.is_null() {
         return;
@@ -517,16 +532,19 @@ pub(crate) fn recycle(mut task: Arc<Task>) {
             return;
         }
         let w = &*w;
-        if let Some(t) = Arc::get_mut(&mut task) {
-            if t.co.get_mut().is_some() {
-                return;
-            }
-            *t.waiter.get_mut() = None;
-            *t.name.get_mut() = None;
-            *t.scope.get_mut() = None;
-            *t.locals.get_mut() = None;
-            w.put_task(task);
+        // Unique: no other Arc (we never make Weak ones), so nobody else can reach the block.
+        if Arc::strong_count(&task) != 1 {
+            return;
         }
+        fence(Ordering::Acquire);
+        if (*task.co.get()).is_some() {
+            return;
+        }
+        *task.waiter.get() = None;
+        *task.name.get() = None;
+        *task.scope.get() = None;
+        *task.locals.get() = None;
+        w.put_task(task);
     }
 }
 
@@ -553,38 +571,21 @@ where
     unsafe {
         if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
             let w = &*(*c).worker;
-            let mut t = w.take_task();
-            Arc::get_mut(&mut t)
-                .expect("pooled control block is unique")
-                .init(f, shared, with_handle, stack_size, name, scope, w.index);
+            let t = w.take_task();
+            t.init(f, shared, with_handle, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             w.deque.push(Job::Task(t.clone()));
-            shared.notify_one(w.index);
+            shared.notify_one_local_push(w.index);
             t
         } else {
-            let mut t = shared
+            let t = shared
                 .task_pool
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
                 .unwrap_or_else(|| Arc::new(Task::new()));
-            let home = 0;
-            match Arc::get_mut(&mut t) {
-                Some(tm) => tm.init(f, shared, with_handle, stack_size, name, scope, home),
-                None => {
-                    t = Arc::new(Task::new());
-                    Arc::get_mut(&mut t).expect("fresh Arc is unique").init(
-                        f,
-                        shared,
-                        with_handle,
-                        stack_size,
-                        name,
-                        scope,
-                        home,
-                    );
-                }
-            }
+            t.init(f, shared, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             shared.injector.push(Job::Task(t.clone()));
             shared.notify_one(0);
@@ -593,19 +594,38 @@ where
     }
 }
 
-/// Pushes the stealable half of a `join` on the calling worker's start deque.
-/// Returns the worker index, or `None` when not on a worker.
-pub(crate) fn push_stack_job(r: StackJobRef) -> Option<usize> {
+/// The running green thread and its worker, if the caller is a green thread on a worker.
+/// The worker pointer is valid only until the green thread next yields or parks.
+#[inline]
+pub(crate) fn current_green_on_worker() -> Option<(*const Task, *const WorkerLocal)> {
     let c = ctx_ptr();
-    // SAFETY: as in spawn_raw.
+    if c.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null context is alive while its OS thread runs the worker loop.
     unsafe {
-        if c.is_null() || (*c).worker.is_null() {
-            return None;
+        let t = (*c).current.get();
+        let w = (*c).worker;
+        if t.is_null() || w.is_null() {
+            None
+        } else {
+            Some((t, w))
         }
-        let w = &*(*c).worker;
+    }
+}
+
+/// Pushes the stealable half of a `join` on worker `w`'s start deque; returns `w`'s index.
+///
+/// # Safety
+/// `w` must be the calling green thread's worker, obtained since its last yield or park.
+#[inline]
+pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> usize {
+    // SAFETY: per the contract `w` is the calling OS thread's live worker.
+    unsafe {
+        let w = &*w;
         w.deque.push(Job::Stack(r));
-        (*w.shared).notify_one(w.index);
-        Some(w.index)
+        (*w.shared).notify_one_local_push(w.index);
+        w.index
     }
 }
 
@@ -640,6 +660,28 @@ pub(crate) fn take_back_stack_job(r: StackJobRef, pushed_on: usize) -> bool {
             shared.notify_one(w.index);
         }
         found
+    }
+}
+
+/// Pops the top of the calling worker's deque if it is `t`'s entry (spawn, then join): the caller
+/// then owns `t` exclusively. Anything else found on top is put back where it was.
+pub(crate) fn take_own_top(t: &Task) -> bool {
+    let c = ctx_ptr();
+    // SAFETY: as in spawn_raw.
+    unsafe {
+        if c.is_null() || (*c).worker.is_null() {
+            return false;
+        }
+        let w = &*(*c).worker;
+        match w.deque.pop() {
+            Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => true,
+            // Not ours: put it back on top of the LIFO deque, where it was.
+            Some(other) => {
+                w.deque.push(other);
+                false
+            }
+            None => false,
+        }
     }
 }
 
@@ -1058,10 +1100,9 @@ impl StackRun {
 /// As for [`spawn_raw`].
 unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
     let shared = w.shared();
-    let mut t = w.take_task();
-    Arc::get_mut(&mut t)
-        .expect("pooled control block is unique")
-        .init(f, shared, false, shared.stack_size, None, None, w.index);
+    let t = w.take_task();
+    // SAFETY: pooled blocks are unique.
+    unsafe { t.init(f, shared, false, shared.stack_size, None, None, w.index) };
     let s = &shared.workers[w.index].spawned;
     s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
     t

@@ -320,10 +320,14 @@ impl Task {
         }
     }
 
-    /// Prepares a pooled (unique) control block for a new green thread running `f`.
+    /// Prepares a pooled control block for a new green thread running `f`.
+    ///
+    /// # Safety
+    /// The caller must be the only holder of the block (a fresh `Arc`, or one taken from a pool,
+    /// which holds only blocks whose strong count was 1 and that never had a `Weak`).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn init<F, T>(
-        &mut self,
+    pub(crate) unsafe fn init<F, T>(
+        &self,
         f: F,
         shared: *const Shared,
         with_handle: bool,
@@ -334,25 +338,26 @@ impl Task {
     ) where
         F: FnOnce() -> T,
     {
-        *self.life.get_mut() = LIFE_NEW;
-        *self.handle.get_mut() = if with_handle { H_HANDLE } else { 0 };
-        *self.park.get_mut() = P_EMPTY;
+        self.life.store(LIFE_NEW, Ordering::Relaxed);
+        self.handle
+            .store(if with_handle { H_HANDLE } else { 0 }, Ordering::Relaxed);
+        self.park.store(P_EMPTY, Ordering::Relaxed);
         self.class.set(PriorityClass::Running);
-        *self.last_worker.get_mut() = worker;
-        *self.shared.get_mut() = shared;
-        *self.waiter.get_mut() = None;
-        debug_assert!(self.co.get_mut().is_none());
-        *self.yielder.get_mut() = ptr::null();
-        *self.vtable.get_mut() = &VtableFor::<F, T>::VTABLE;
-        *self.scope.get_mut() = scope;
-        *self.name.get_mut() = name;
-        *self.stack_size.get_mut() = stack_size;
-        *self.panicked.get_mut() = false;
+        self.last_worker.store(worker, Ordering::Relaxed);
         self.nested.set(0);
-        let slot = self.slot.get_mut() as *mut Slot;
-        // SAFETY: the slot is free (a pooled block has no job or result left) and sized/aligned
-        // for Stored<F, T> or for a pointer to its box.
+        // SAFETY: exclusive access per the contract; the block is published to other threads
+        // only afterwards, through a queue push (Release) or a thread spawn.
         unsafe {
+            *self.shared.get() = shared;
+            *self.waiter.get() = None;
+            debug_assert!((*self.co.get()).is_none());
+            *self.yielder.get() = ptr::null();
+            *self.vtable.get() = &VtableFor::<F, T>::VTABLE;
+            *self.scope.get() = scope;
+            *self.name.get() = name;
+            *self.stack_size.get() = stack_size;
+            *self.panicked.get() = false;
+            let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));
             } else {
@@ -524,6 +529,11 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
     }
 }
 
+#[inline(always)]
+const fn task_life_running() -> u8 {
+    LIFE_RUNNING
+}
+
 /// Waits for a task to finish and moves its result out.
 ///
 /// # Safety
@@ -532,11 +542,18 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
     let t = &*task;
     if t.handle.load(Ordering::Acquire) & H_DONE == 0 {
         // Fast path: a green thread that has not started yet runs inline on the joiner's stack
-        // (same runtime only), with no stack, no switch and no queue round trip.
-        if sched::same_runtime_green(unsafe { *t.shared.get() }) && t.claim() {
-            // SAFETY: we won the claim, so we hold the run reference now. The joiner is the
-            // running green thread; its green-locals are set aside so the inline thread starts
-            // with its own (empty) set, as it would on a stack of its own.
+        // (same runtime only), with no stack, no switch and no queue round trip. When its queue
+        // entry is still on top of our own deque (spawn, then join), popping it makes it ours
+        // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
+        let same = sched::same_runtime_green(unsafe { *t.shared.get() });
+        let popped = same && sched::take_own_top(t);
+        if popped || (same && t.claim()) {
+            if popped {
+                t.life.store(task_life_running(), Ordering::Relaxed);
+            }
+            // SAFETY: we own the run reference now. The joiner is the running green thread;
+            // its green-locals are set aside so the inline thread starts with its own (empty)
+            // set, as it would on a stack of its own.
             unsafe {
                 let me = sched::current_task_ptr();
                 let saved = (*(*me).locals.get()).take();
@@ -546,7 +563,12 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
                 (*me).nested.set((*me).nested.get() - 1);
                 crate::local::clear_task_locals(&*me);
                 *(*me).locals.get() = saved;
-                t.complete();
+                // We hold the handle and nobody waits: no `handle` bits to publish.
+                let scope = (*t.scope.get()).take();
+                t.life.store(LIFE_DONE, Ordering::Release);
+                if let Some(s) = scope {
+                    s.task_done();
+                }
             }
             sched::count_finished(t);
         } else {
