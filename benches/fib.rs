@@ -1,0 +1,89 @@
+//! Fork-join overhead: `fib(n)` with a `join` at every level of the recursion (no sequential
+//! cut-off, so the time is almost all scheduling), on 2 workers.
+//!
+//! footprint: `footprint::join` inside `Runtime::block_on` on a 2-worker runtime.
+//! rayon (peer): `rayon::join` inside `ThreadPool::install` on a 2-thread pool.
+//! Target: footprint's `fib(30)` ≤ 1.2 × rayon's. Smaller `n` shows the fixed cost of entering
+//! the pool against the per-join cost.
+//!
+//! Both pools are built once, outside the timed loop.
+//!
+//! Run: `cargo bench --bench fib -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+fn fib_footprint(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let (a, b) = footprint::join(|| fib_footprint(n - 1), || fib_footprint(n - 2));
+    a + b
+}
+
+fn fib_rayon(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let (a, b) = rayon::join(|| fib_rayon(n - 1), || fib_rayon(n - 2));
+    a + b
+}
+
+fn fib_sequential(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    fib_sequential(n - 1) + fib_sequential(n - 2)
+}
+
+const WORKERS: usize = 2;
+
+fn fib_benches(c: &mut Criterion) {
+    let rt = footprint::Runtime::builder()
+        .workers(WORKERS)
+        .build()
+        .expect("a 2-worker runtime");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(WORKERS)
+        .build()
+        .expect("a 2-thread rayon pool");
+
+    // Both must agree with the oracle before anything is timed.
+    let check = fib_sequential(20);
+    assert_eq!(rt.block_on(|| fib_footprint(20)), check);
+    assert_eq!(pool.install(|| fib_rayon(20)), check);
+
+    let mut group = c.benchmark_group("fib");
+    for n in [20u32, 25, 30] {
+        if n >= 30 {
+            group.sample_size(10);
+        } else {
+            group.sample_size(30);
+        }
+        group.bench_with_input(BenchmarkId::new("footprint_2w", n), &n, |b, &n| {
+            b.iter(|| rt.block_on(|| fib_footprint(black_box(n))))
+        });
+        group.bench_with_input(BenchmarkId::new("rayon_2t", n), &n, |b, &n| {
+            b.iter(|| pool.install(|| fib_rayon(black_box(n))))
+        });
+        group.bench_with_input(BenchmarkId::new("sequential", n), &n, |b, &n| {
+            b.iter(|| fib_sequential(black_box(n)))
+        });
+    }
+    group.finish();
+}
+
+fn short() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+}
+
+criterion_group! {
+    name = benches;
+    config = short();
+    targets = fib_benches
+}
+criterion_main!(benches);
