@@ -45,27 +45,23 @@ impl Unpark for OsUnpark {
     }
 }
 
-struct OsThreadState {
-    class: ClassCell,
-    unparker: Unparker,
-    tid: i32,
+fn new_unparker() -> Unparker {
+    Unparker::new(Arc::new(OsUnpark(park_thread::current())))
 }
 
-fn new_state() -> OsThreadState {
-    OsThreadState {
-        class: ClassCell::new(PriorityClass::Running),
-        unparker: Unparker::new(Arc::new(OsUnpark(park_thread::current()))),
-        tid: gettid(),
-    }
-}
-
+// The class cell and the tid are const-initialised (no lazy-init check, no destructor: the
+// cheapest thread-locals, on every lock acquisition); the unparker is needed on slow paths only.
 #[cfg(not(loom))]
 std::thread_local! {
-    static STATE: OsThreadState = new_state();
+    static CLASS: ClassCell = const { ClassCell::new(PriorityClass::Running) };
+    static TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+    static UNPARKER: Unparker = new_unparker();
 }
 #[cfg(loom)]
 loom::thread_local! {
-    static STATE: OsThreadState = new_state();
+    static CLASS: ClassCell = ClassCell::new(PriorityClass::Running);
+    static TID: std::cell::Cell<i32> = std::cell::Cell::new(0);
+    static UNPARKER: Unparker = new_unparker();
 }
 
 fn gettid() -> i32 {
@@ -78,14 +74,19 @@ fn gettid() -> i32 {
 
 /// The kernel thread id of the calling OS thread (0 under loom).
 pub fn current_tid() -> i32 {
-    STATE.with(|s| s.tid)
+    TID.with(|t| {
+        if t.get() == 0 {
+            t.set(gettid());
+        }
+        t.get()
+    })
 }
 
 impl SchedulerHook for OsHook {
     fn class_cell(&self) -> &ClassCell {
         // SAFETY: the thread-local lives as long as the current OS thread, which is the
         // contract of `class_cell`; it is never moved.
-        STATE.with(|s| unsafe { &*(&s.class as *const ClassCell) })
+        CLASS.with(|c| unsafe { &*(c as *const ClassCell) })
     }
 
     fn higher_class_ready(&self, than: PriorityClass) -> bool {
@@ -109,7 +110,7 @@ impl SchedulerHook for OsHook {
     }
 
     fn current_unparker(&self) -> Unparker {
-        STATE.with(|s| s.unparker.clone())
+        UNPARKER.with(|u| u.clone())
     }
 
     fn park(&self) {
@@ -166,6 +167,15 @@ pub fn force_oversubscribed(value: Option<bool>) {
         },
         Ordering::Relaxed,
     );
+}
+
+/// The last sample of [`oversubscribed`], without re-sampling (one relaxed load; for fast paths).
+#[inline]
+pub fn oversubscribed_hint() -> bool {
+    match FORCED.load(Ordering::Relaxed) {
+        0 => OVERSUBSCRIBED.load(Ordering::Relaxed),
+        f => f == 2,
+    }
 }
 
 /// Whether more threads are runnable than there are CPUs for this process (sampled at most

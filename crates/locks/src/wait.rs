@@ -258,6 +258,15 @@ impl WaitQueue {
         }
     }
 
+    /// Wakes every thread parked under `key` or `also` (the new holder and the new next-in-line
+    /// of a FIFO lock, in one pass).
+    #[inline]
+    pub(crate) fn notify_keys(&self, key: usize, also: usize) {
+        if self.has_waiters() {
+            self.notify(usize::MAX, &|k| k == key || k == also);
+        }
+    }
+
     /// Wakes every parked thread.
     #[inline]
     pub(crate) fn notify_all(&self) {
@@ -283,6 +292,8 @@ pub(crate) struct HoldHistory {
     next: StdAtomicU32,
     /// Set by the first waiter: from then on the holder samples its hold times.
     sampling: std::sync::atomic::AtomicBool,
+    /// Acquisitions since sampling started (written by holders only).
+    acquisitions: StdAtomicU32,
 }
 
 impl HoldHistory {
@@ -316,7 +327,14 @@ impl HoldHistory {
     /// Whether the holder should time this acquisition: every 4th once sampling.
     #[inline]
     pub(crate) fn sample_this(&self) -> bool {
-        self.sampling()
+        if !self.sampling() {
+            return false;
+        }
+        // Holder-only counter: time one acquisition in four (two clock reads cost ≈40 ns).
+        let n = self.acquisitions.load(Ordering::Relaxed);
+        self.acquisitions
+            .store(n.wrapping_add(1), Ordering::Relaxed);
+        n & 3 == 0
     }
 }
 
@@ -338,6 +356,7 @@ impl LockMeta {
                 slots: [const { StdAtomicU32::new(0) }; 8],
                 next: StdAtomicU32::new(0),
                 sampling: std::sync::atomic::AtomicBool::new(false),
+                acquisitions: StdAtomicU32::new(0),
             },
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
@@ -351,6 +370,54 @@ impl LockMeta {
             history: HoldHistory::default(),
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
+        }
+    }
+}
+
+/// Key under which threads wait at a FIFO lock's door while the machine is oversubscribed.
+pub(crate) const CROWD_KEY: usize = usize::MAX - 1;
+
+impl LockMeta {
+    /// The door in front of an informing FIFO lock (a Malthusian cull, after Dice 2017): while
+    /// the kernel reports more runnable threads than CPUs and the queue already holds a holder
+    /// and a next-in-line (`crowded()`), an arriving OS thread parks here instead of queueing.
+    /// A FIFO queue of threads that are mostly descheduled hands the lock from one preempted
+    /// thread to the next; a queue of two that are both runnable keeps it moving. Returns the
+    /// nanoseconds spent at the door.
+    #[inline]
+    pub(crate) fn crowd_door<W: WaitPolicy>(&self, crowded: &dyn Fn() -> bool) -> u64 {
+        if W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint() && crowded() {
+            self.crowd_wait(crowded)
+        } else {
+            0
+        }
+    }
+
+    #[cold]
+    fn crowd_wait(&self, crowded: &dyn Fn() -> bool) -> u64 {
+        let hook = current_hook();
+        if hook.is_green() {
+            // Green threads park off their worker anyway; the runtime schedules them.
+            return 0;
+        }
+        let start = stats::now_ns();
+        while crowded() && crate::os::oversubscribed() {
+            self.queue.park_once(
+                hook,
+                CROWD_KEY,
+                &mut || crowded() && crate::os::oversubscribed_hint(),
+                None,
+            );
+        }
+        stats::now_ns().saturating_sub(start)
+    }
+
+    /// After a release: lets one thread in from the door (each release admits one, and a thread
+    /// parks at the door only while at least two releases are still to come).
+    #[inline]
+    pub(crate) fn admit_one(&self) {
+        if self.queue.has_waiters() {
+            self.queue.notify(1, &|k| k == CROWD_KEY);
         }
     }
 }
@@ -417,7 +484,8 @@ impl ClassScope {
         } else {
             0
         };
-        if !self.cell.is_null() {
+        if since_ns != 0 && !self.cell.is_null() {
+            // Only once the lock has been contended: waiters look at the holder then.
             meta.holder_tid
                 .store(crate::os::current_tid(), Ordering::Relaxed);
         }
@@ -471,6 +539,8 @@ pub(crate) struct WaitFor<'a> {
     pub(crate) holder_tid: i32,
     /// Class this waiter publishes while waiting (for hand-off decisions).
     pub(crate) class: PriorityClass,
+    /// The waiter's class cell (informing mode), read again after each wake-up.
+    pub(crate) cell: Option<&'a ClassCell>,
 }
 
 /// Spin iterations between looks at the scheduler's signals.
@@ -514,24 +584,40 @@ fn informed_wait(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool) {
     let green = hook.is_green();
     let half_switch = hook.switch_cost_ns() / 2;
     // Bellosa's two-phase rule: block at once when the expected wait exceeds half a switch.
-    let mut park = w.expected_ns > half_switch;
-    if !park && !green {
-        // The kernel is the scheduler: more runnable threads than CPUs means a spinner steals the
-        // processor from the holder (or from the thread that will arrive next).
-        park = crate::os::oversubscribed();
-    }
-    if !park {
-        park = spin_phase(w, hook, green, half_switch.max(1_000), ready);
-    }
-    if park || !ready() {
-        while !ready() {
-            w.queue.park_once(hook, w.key, &mut || !ready(), None);
-            if ready() {
+    let long = w.expected_ns > half_switch;
+    loop {
+        // Our class may have changed while we waited (a FIFO lock's next in line is promoted).
+        let next_in_line = w.cell.map_or(w.class, |c| c.get()) == PriorityClass::ImmediateWaiter;
+        let mut park = long;
+        if !park && !green && crate::os::oversubscribed() {
+            if next_in_line {
+                // 002's exception: the thread granted the lock next may use a processor to be
+                // ready for the hand-off. On an oversubscribed machine it stays runnable but
+                // yields the CPU on every poll, so that the holder (or anyone) can run.
+                while !ready() {
+                    crate::sync::os_yield();
+                }
                 return;
             }
-            if hook.yield_to_higher(w.class) && ready() {
+            // The kernel is the scheduler: more runnable threads than CPUs means a spinner
+            // steals the processor from the holder (or from the thread that arrives next).
+            park = true;
+        }
+        if !park {
+            park = spin_phase(w, hook, green, half_switch.max(1_000), ready);
+            if !park {
                 return;
             }
+        }
+        if ready() {
+            return;
+        }
+        w.queue.park_once(hook, w.key, &mut || !ready(), None);
+        if ready() {
+            return;
+        }
+        if hook.yield_to_higher(w.class) && ready() {
+            return;
         }
     }
 }
@@ -587,7 +673,8 @@ fn spin_phase(
         if crate::os::oversubscribed() {
             return true;
         }
-        if iter.is_multiple_of(CHECK_EVERY * 16) && crate::os::my_involuntary_switches() != my_ivcsw {
+        if iter.is_multiple_of(CHECK_EVERY * 16) && crate::os::my_involuntary_switches() != my_ivcsw
+        {
             return true;
         }
         if waited > budget_ns {

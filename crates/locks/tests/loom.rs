@@ -9,7 +9,12 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
+/// Serialises the models of this process: the door models force the process-wide
+/// oversubscription signal, which must not change under another model's feet.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
@@ -210,10 +215,61 @@ fn dissemination_informed_phases() {
 
 /// Three threads exercise the inner tree nodes and a second dissemination round (one
 /// preemption: the three-thread state space is large).
+/// Three threads on a lock while the machine counts as oversubscribed: the third arrival waits
+/// at the door of the FIFO lock (holder + next-in-line inside) and must be let in; the
+/// next-in-line yields instead of parking. One preemption: three threads are costly.
+fn door_model<L: RawLock + Default + 'static>() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    os::force_oversubscribed(Some(true));
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.max_branches = 100_000;
+    b.check(|| {
+        let lock = Arc::new(L::default());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, value) = (lock.clone(), value.clone());
+                thread::spawn(move || {
+                    let t = lock.lock();
+                    let v = value.load(Ordering::Relaxed);
+                    value.store(v + 1, Ordering::Relaxed);
+                    // SAFETY: we hold the lock through `t`.
+                    unsafe { lock.unlock(t) };
+                })
+            })
+            .collect();
+        let t = lock.lock();
+        let v = value.load(Ordering::Relaxed);
+        value.store(v + 1, Ordering::Relaxed);
+        // SAFETY: we hold the lock through `t`.
+        unsafe { lock.unlock(t) };
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+    });
+    os::force_oversubscribed(None);
+}
+
+#[test]
+fn ticket_door() {
+    door_model::<RawTicketLock<Informed>>();
+}
+#[test]
+fn mcs_door() {
+    door_model::<RawMcsLock<Informed>>();
+}
+#[test]
+fn array_door() {
+    door_model::<RawArrayLock<Informed, 4>>();
+}
+
 fn barrier_model_three<B: Send + Sync + 'static>(
     make: fn(usize) -> B,
     wait: fn(&B) -> BarrierWaitResult,
 ) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(1);
     b.max_branches = 100_000;

@@ -162,6 +162,7 @@ impl BarrierCore {
             expected_ns: self.history.mean_ns() * missing as u64 / self.n as u64,
             holder_tid: 0,
             class: PriorityClass::BarrierWaiter,
+            cell: None,
         };
         wait_until::<W>(&w, &mut || ready() || self.poisoned.load(Ordering::Relaxed));
         self.check_poison(kind);

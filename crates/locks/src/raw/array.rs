@@ -91,6 +91,7 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
                 expected_ns: self.meta.history.mean_ns(),
                 holder_tid: 0,
                 class: PriorityClass::Waiter,
+                cell: None,
             };
             waited += wait_until::<W>(&w, &mut || self.inside.load(Ordering::SeqCst) < N);
             if self.inside.fetch_add(1, Ordering::SeqCst) < N {
@@ -117,6 +118,7 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
             expected_ns: self.meta.history.mean_ns() * ahead.max(1) as u64,
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
+            cell,
         };
         waited += wait_until::<W>(&w, &mut || {
             if self.slots[slot].load(Ordering::Acquire) {
@@ -156,13 +158,18 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        let mut waited = 0;
+        let mut waited = self
+            .meta
+            .crowd_door::<W>(&|| self.inside.load(Ordering::SeqCst) >= 2);
         if self.inside.fetch_add(1, Ordering::SeqCst) >= N {
-            waited = self.wait_at_door();
+            waited += self.wait_at_door();
         }
         let slot = self.next_ticket.fetch_add(1, Ordering::Relaxed) % N;
         if self.slots[slot].load(Ordering::Acquire) {
             self.enter(slot);
+            if waited != 0 {
+                self.meta.times.add_wait(waited);
+            }
             return scope.into_held(&self.meta);
         }
         self.lock_slow(scope, slot, waited)
@@ -196,9 +203,17 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
             self.inside.fetch_sub(1, Ordering::Release);
         } else {
             self.slots[next].swap(true, Ordering::SeqCst);
-            self.meta.queue.notify_key(next);
+            if W::MODE == WaitMode::Informed {
+                // The new holder, and the new next-in-line (see the ticket lock).
+                self.meta.queue.notify_keys(next, (next + 1) % N);
+            } else {
+                self.meta.queue.notify_key(next);
+            }
             self.inside.fetch_sub(1, Ordering::SeqCst);
             self.meta.queue.notify_key(DOOR_KEY);
+            if W::MODE == WaitMode::Informed {
+                self.meta.admit_one();
+            }
         }
         token.released();
     }

@@ -143,6 +143,7 @@ impl<W: WaitPolicy> RawMcsLock<W> {
             expected_ns: self.meta.history.mean_ns(),
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
+            cell: scope.cell(),
         };
         let waited = wait_until::<W>(&w, &mut || !node.waiting.load(Ordering::Acquire));
         self.meta.times.add_wait(waited);
@@ -200,6 +201,13 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
+        let door = self.meta.crowd_door::<W>(&|| {
+            let t = self.tail.load(Ordering::SeqCst);
+            !t.is_null() && t != held()
+        });
+        if door != 0 {
+            self.meta.times.add_wait(door);
+        }
         if self
             .tail
             .compare_exchange(
@@ -244,6 +252,9 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
                 )
                 .is_ok()
             {
+                if W::MODE == WaitMode::Informed {
+                    self.meta.admit_one();
+                }
                 token.released();
                 return;
             }
@@ -258,8 +269,27 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
             if W::MODE == WaitMode::Spin {
                 (*succ).waiting.store(false, Ordering::Release);
             } else {
+                // The successor's successor (alive: it waits) becomes next in line: wake it too,
+                // so that it is running when its turn comes (002: the immediate waiter may spin).
+                let after = if W::MODE == WaitMode::Informed {
+                    (*succ).next.load(Ordering::Acquire)
+                } else {
+                    ptr::null_mut()
+                };
+                if !after.is_null() {
+                    // Promote it while its node is certainly alive (it cannot be granted before
+                    // `succ` is): it must not park again when woken.
+                    promote((*after).class, PriorityClass::ImmediateWaiter);
+                }
                 (*succ).waiting.swap(false, Ordering::SeqCst);
-                self.meta.queue.notify_key(succ as usize);
+                if after.is_null() {
+                    self.meta.queue.notify_key(succ as usize);
+                } else {
+                    self.meta.queue.notify_keys(succ as usize, after as usize);
+                }
+                if W::MODE == WaitMode::Informed {
+                    self.meta.admit_one();
+                }
             }
         }
         token.released();

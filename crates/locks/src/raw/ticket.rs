@@ -46,7 +46,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
     }
 
     #[cold]
-    fn lock_slow(&self, scope: ClassScope, my: u32, serving: u32) -> HeldToken {
+    fn lock_slow(&self, scope: ClassScope, my: u32, serving: u32, door: u64) -> HeldToken {
         self.meta.history.start_sampling();
         let ahead = my.wrapping_sub(serving);
         let class = if ahead == 1 {
@@ -55,14 +55,15 @@ impl<W: WaitPolicy> RawTicketLock<W> {
             PriorityClass::Waiter
         };
         scope.publish(class);
+        let cell = scope.cell();
         let w = WaitFor {
             queue: &self.meta.queue,
             key: my as usize,
             expected_ns: self.meta.history.mean_ns() * ahead as u64,
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
+            cell,
         };
-        let cell = scope.cell();
         let mut promoted = ahead == 1;
         let waited = wait_until::<W>(&w, &mut || {
             let s = self.serving.load(Ordering::Acquire);
@@ -77,7 +78,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
             }
             false
         });
-        self.meta.times.add_wait(waited);
+        self.meta.times.add_wait(waited + door);
         scope.into_held(&self.meta)
     }
 }
@@ -94,12 +95,19 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
+        let door = self.meta.crowd_door::<W>(&|| {
+            let s = self.serving.load(Ordering::SeqCst);
+            self.next.load(Ordering::SeqCst).wrapping_sub(s) >= 2
+        });
         let my = self.next.fetch_add(1, Ordering::Relaxed);
         let serving = self.serving.load(Ordering::Acquire);
         if serving == my {
+            if door != 0 {
+                self.meta.times.add_wait(door);
+            }
             return scope.into_held(&self.meta);
         }
-        self.lock_slow(scope, my, serving)
+        self.lock_slow(scope, my, serving, door)
     }
 
     #[inline]
@@ -121,7 +129,16 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
             self.serving.store(s.wrapping_add(1), Ordering::Release);
         } else {
             let now = self.serving.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
-            self.meta.queue.notify_key(now as usize);
+            if W::MODE == WaitMode::Informed {
+                // Wake the new holder and, off the critical path, the new next-in-line, so that
+                // it is running when its turn comes (002: the immediate waiter may spin).
+                self.meta
+                    .queue
+                    .notify_keys(now as usize, now.wrapping_add(1) as usize);
+                self.meta.admit_one();
+            } else {
+                self.meta.queue.notify_key(now as usize);
+            }
         }
         token.released();
     }

@@ -51,6 +51,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 expected_ns: self.meta.history.mean_ns(),
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
                 class: PriorityClass::Waiter,
+                cell: None,
             };
             waited += wait_until::<W>(&w, &mut || !self.locked.load(Ordering::Relaxed));
             if self
