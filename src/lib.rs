@@ -26,3 +26,29 @@ pub use footprint_runtime::{
     block_in_place, join, scope, spawn, spawn_blocking, yield_now, Builder, Error, GreenBuilder,
     GreenLocal, JoinHandle, Runtime, Scope, ScopedJoinHandle,
 };
+
+/// Locks, barriers and condition variables that work on green threads and on OS threads alike
+/// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to
+/// a higher-priority thread, spins while the holder runs, and parks when the wait is long.
+///
+/// ```
+/// use footprint::sync::{Barrier, Mutex};
+/// let counter = Mutex::new(0u64);
+/// let barrier = Barrier::new(2);
+/// std::thread::scope(|s| {
+///     for _ in 0..2 {
+///         s.spawn(|| {
+///             *counter.lock() += 1;
+///             barrier.wait();
+///         });
+///     }
+/// });
+/// assert_eq!(*counter.lock(), 2);
+/// ```
+pub mod sync {
+    pub use footprint_locks::{
+        ArrayMutex, Barrier, BarrierError, BarrierWaitResult, CentralBarrier, Condvar,
+        DisseminationBarrier, McsMutex, Mutex, MutexGuard, TicketMutex, TreeBarrier, TtasMutex,
+        WaitTimeoutResult,
+    };
+}
