@@ -25,6 +25,7 @@
 //! they are killed when their degree is done.)
 
 use std::hint::black_box;
+use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -219,7 +220,9 @@ impl Background {
             .map(|_| {
                 Command::new(&exe)
                     .env(BACKGROUND_ENV, variant.name())
-                    .stdin(Stdio::null())
+                    // The child exits when this pipe closes: when we drop it, or when this process
+                    // dies without running destructors (Ctrl-C), so no copy is left behind.
+                    .stdin(Stdio::piped())
                     .stdout(Stdio::null())
                     .stderr(Stdio::inherit())
                     .spawn()
@@ -240,8 +243,14 @@ impl Drop for Background {
     }
 }
 
-/// Body of a background copy: the same loop, forever (until killed).
+/// Body of a background copy: the same loop, until the parent closes our stdin (or dies).
 fn background(variant: Variant) -> ! {
+    std::thread::spawn(|| {
+        let mut byte = [0u8; 1];
+        // EOF or an error: the parent is gone or done with us.
+        let _ = std::io::stdin().read(&mut byte);
+        std::process::exit(0)
+    });
     loop {
         variant.run(10_000);
     }

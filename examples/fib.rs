@@ -68,18 +68,11 @@ fn main() -> ExitCode {
         elapsed.as_secs_f64() * 1e3,
         // fib(n) recursion has fib(n + 1) - 1 inner calls, each one join.
         fib_iterative(n + 1).saturating_sub(1),
-        rt_workers(&workers)
+        rt.workers()
     );
     if value != expected {
         eprintln!("WRONG: expected {expected}");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
-}
-
-fn rt_workers(asked: &Option<usize>) -> String {
-    match asked {
-        Some(w) => w.to_string(),
-        None => "all allowed".to_string(),
-    }
 }
