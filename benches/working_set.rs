@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use footprint::locks::Barrier;
+use footprint::sync::Barrier;
 use footprint::runtime::ReadyOrder;
 
 const THREADS: usize = 1024;

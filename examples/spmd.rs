@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use footprint::locks::{Barrier, Mutex};
+use footprint::sync::{Barrier, Mutex};
 
 /// Cells per rank.
 const CELLS: usize = 4_096;

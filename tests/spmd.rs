@@ -1,10 +1,10 @@
 //! SPMD programs on green threads: one green thread per rank, more ranks than workers, with the
-//! locks crate's `Mutex` and `Barrier` (through the facade) between phases. On one worker a rank
-//! that waits must give the worker away, or these tests hang.
+//! locks crate's `Mutex` and `Barrier` (as `footprint::sync`) between phases. On one worker a
+//! rank that waits must give the worker away, or these tests hang.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use footprint::locks::{Barrier, Mutex};
+use footprint::sync::{Barrier, Mutex};
 use footprint::Runtime;
 
 const WORKER_COUNTS: [usize; 3] = [1, 2, 5];
