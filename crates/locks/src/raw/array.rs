@@ -160,7 +160,7 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
         let scope = ClassScope::enter::<W>();
         let mut waited = self
             .meta
-            .crowd_door::<W>(&|| self.inside.load(Ordering::SeqCst) >= 2);
+            .crowd_door::<W>(&|| self.inside.load(Ordering::SeqCst) >= 1);
         if self.inside.fetch_add(1, Ordering::SeqCst) >= N {
             waited += self.wait_at_door();
         }

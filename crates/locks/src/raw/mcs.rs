@@ -201,10 +201,9 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        let door = self.meta.crowd_door::<W>(&|| {
-            let t = self.tail.load(Ordering::SeqCst);
-            !t.is_null() && t != held()
-        });
+        let door = self
+            .meta
+            .crowd_door::<W>(&|| !self.tail.load(Ordering::SeqCst).is_null());
         if door != 0 {
             self.meta.times.add_wait(door);
         }

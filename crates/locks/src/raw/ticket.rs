@@ -97,7 +97,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
         let scope = ClassScope::enter::<W>();
         let door = self.meta.crowd_door::<W>(&|| {
             let s = self.serving.load(Ordering::SeqCst);
-            self.next.load(Ordering::SeqCst).wrapping_sub(s) >= 2
+            self.next.load(Ordering::SeqCst).wrapping_sub(s) >= 1
         });
         let my = self.next.fetch_add(1, Ordering::Relaxed);
         let serving = self.serving.load(Ordering::Acquire);
