@@ -449,7 +449,21 @@ impl Task {
         let mut s = self.park.load(Ordering::Acquire);
         loop {
             match s {
-                P_NOTIFIED => return,
+                // A permit is already there: refresh it with an RMW (Release) rather than just
+                // return. The parker that consumes the permit must also see what we published
+                // before this call (a `join` half's `done`, a handle's result). After a plain
+                // load that store may still be invisible to a parker that consumes the older
+                // permit right after our load: it re-checks its condition, finds it false and
+                // parks for good (a lost wake-up; store buffering, seen on x86 as a hung join).
+                P_NOTIFIED => match self.park.compare_exchange_weak(
+                    P_NOTIFIED,
+                    P_NOTIFIED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return,
+                    Err(x) => s = x,
+                },
                 P_EMPTY => match self.park.compare_exchange_weak(
                     P_EMPTY,
                     P_NOTIFIED,
