@@ -71,13 +71,14 @@ where
     let r = StackJobRef {
         data: &job as *const StackJob<B, RB> as *const (),
         exec: exec_stack_job::<B, RB>,
+        seq: 0,
     };
     // SAFETY: `owner` is the running green thread (this one); only it touches `nested`.
     unsafe { (*owner).nested.set((*owner).nested.get() + 1) };
     // SAFETY: `worker` was read just above and we have not yielded since.
-    let pushed_on = unsafe { sched::push_stack_job(worker, r) };
+    let (pushed_on, seq) = unsafe { sched::push_stack_job(worker, r) };
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    let rb = if sched::take_back_stack_job(r, pushed_on) {
+    let rb = if sched::take_back_stack_job(r.data, seq, pushed_on) {
         // SAFETY: we took the only reference back, so `f` is ours.
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
         if ra.is_err() {

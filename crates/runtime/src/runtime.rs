@@ -438,6 +438,30 @@ impl Runtime {
         s
     }
 
+    /// A one-line description of every queue and sleep state, for diagnosing hangs.
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> String {
+        let sh = &self.shared;
+        let mut out = format!(
+            "live={} sleepers={} idle={} injector={} |",
+            sh.live(),
+            sh.sleepers.load(Ordering::SeqCst),
+            sh.idle.load(Ordering::SeqCst),
+            sh.injector.len()
+        );
+        for (i, w) in sh.workers.iter().enumerate() {
+            out.push_str(&format!(
+                " w{i}: sleep={} deque={} inbox={} spawned={} finished={} |",
+                w.sleep.load(Ordering::SeqCst),
+                w.stealer.len(),
+                w.inbox_len.load(Ordering::SeqCst),
+                w.spawned.load(Ordering::SeqCst),
+                w.finished.load(Ordering::SeqCst)
+            ));
+        }
+        out
+    }
+
     pub(crate) fn shared_ptr(&self) -> *const Shared {
         Arc::as_ptr(&self.shared)
     }

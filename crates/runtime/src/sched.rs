@@ -49,6 +49,9 @@ pub(crate) enum Job {
 pub(crate) struct StackJobRef {
     pub(crate) data: *const (),
     pub(crate) exec: unsafe fn(*const ()),
+    /// Push order on its worker (stamped by `push_stack_job`): entries of one deque are ordered
+    /// by it, which lets a joiner tell "mine was stolen" from "newer work sits on top of mine".
+    pub(crate) seq: u64,
 }
 
 // SAFETY: the referenced job is Send (join requires it) and stays alive until it reports done.
@@ -163,6 +166,7 @@ const LOCAL_STACKS: usize = 16;
 const SHARED_STACKS: usize = 64;
 const SPIN_ROUNDS: u32 = 64;
 const FAIR_TICK: u32 = 61;
+const SLEEP_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The part of a worker others may touch.
 pub(crate) struct WorkerShared {
@@ -619,20 +623,23 @@ pub(crate) fn current_green_on_worker() -> Option<(*const Task, *const WorkerLoc
 /// # Safety
 /// `w` must be the calling green thread's worker, obtained since its last yield or park.
 #[inline]
-pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> usize {
+pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, mut r: StackJobRef) -> (usize, u64) {
     // SAFETY: per the contract `w` is the calling OS thread's live worker.
     unsafe {
         let w = &*w;
+        let seq = w.push_seq.get() + 1;
+        w.push_seq.set(seq);
+        r.seq = seq;
         w.deque.push(Job::Stack(r));
         (*w.shared).notify_one_local_push(w.index);
-        w.index
+        (w.index, seq)
     }
 }
 
 /// Tries to take back the `join` half `r` from the calling worker's deque. Other jobs found above
 /// it (pushed meanwhile by other green threads) go to this worker's inbox, where the worker or a
 /// thief runs them. Returns whether `r` was taken back (the caller then runs it inline).
-pub(crate) fn take_back_stack_job(r: StackJobRef, pushed_on: usize) -> bool {
+pub(crate) fn take_back_stack_job(data: *const (), seq: u64, pushed_on: usize) -> bool {
     let c = ctx_ptr();
     // SAFETY: as in spawn_raw.
     unsafe {
@@ -647,10 +654,17 @@ pub(crate) fn take_back_stack_job(r: StackJobRef, pushed_on: usize) -> bool {
         let mut found = false;
         while let Some(j) = w.deque.pop() {
             match j {
-                Job::Stack(s) if s.data == r.data => {
+                Job::Stack(s) if s.data == data && s.seq == seq => {
                     found = true;
                     break;
                 }
+                Job::Stack(s) if s.seq < seq => {
+                    // Older than ours: ours was stolen. Put it back where it was (the top).
+                    w.deque.push(Job::Stack(s));
+                    break;
+                }
+                // Newer than ours (spawned threads, other green threads' join halves): hand
+                // them to this worker's inbox, where it or a thief runs them.
                 other => others.push(other),
             }
         }
@@ -696,6 +710,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) ctx: ThreadCtx,
     tick: Cell<u32>,
     rng: Cell<u64>,
+    push_seq: Cell<u64>,
     /// The last switch was a yield: let queued new work go before the ready threads.
     yielded: Cell<bool>,
 }
@@ -715,6 +730,7 @@ impl WorkerLocal {
                 current: Cell::new(ptr::null()),
             },
             tick: Cell::new(0),
+            push_seq: Cell::new(0),
             yielded: Cell::new(false),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
@@ -961,14 +977,20 @@ impl WorkerLocal {
             }
         }
         let me = &shared.workers[self.index];
+        // Never sleep on local work (defensive: the loop only gets here with both empty).
+        if self.ready().len() > 0 || !self.deque.is_empty() {
+            return Idle::Woke;
+        }
         me.sleep.store(SLEEPING, Ordering::SeqCst);
         shared.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let found = self.steal();
         let exit = found.is_none() && shared.shutdown.load(Ordering::SeqCst) && shared.live() == 0;
         if found.is_none() && !exit {
-            while me.sleep.load(Ordering::Acquire) == SLEEPING {
-                sys::futex_wait(&me.sleep, SLEEPING);
+            // The timeout is a safety net only (wake-ups come from publishers); it bounds the
+            // damage of a missed wake-up to one period at a cost of a few wake-ups a second.
+            if me.sleep.load(Ordering::Acquire) == SLEEPING {
+                sys::futex_wait_timeout(&me.sleep, SLEEPING, SLEEP_TIMEOUT);
             }
         }
         me.sleep.store(AWAKE, Ordering::SeqCst);
@@ -1071,8 +1093,11 @@ impl WorkerLocal {
                 .is_err()
             {
                 // A permit arrived between the park request and now: consume it and run again.
+                // Consume it with an RMW (Acquire), which reads the latest permit write: the
+                // thread then sees what every unparker published, including one that refreshed
+                // the permit after our failed CAS (a plain store would not synchronise with it).
                 let task = Arc::from_raw(raw);
-                task.park.store(P_EMPTY, Ordering::Release);
+                task.park.swap(P_EMPTY, Ordering::Acquire);
                 self.ready().push_woken(Job::Task(task));
             }
         }
