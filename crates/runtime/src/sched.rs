@@ -166,7 +166,6 @@ const LOCAL_STACKS: usize = 16;
 const SHARED_STACKS: usize = 64;
 const SPIN_ROUNDS: u32 = 64;
 const FAIR_TICK: u32 = 61;
-const SLEEP_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The part of a worker others may touch.
 pub(crate) struct WorkerShared {
@@ -987,10 +986,8 @@ impl WorkerLocal {
         let found = self.steal();
         let exit = found.is_none() && shared.shutdown.load(Ordering::SeqCst) && shared.live() == 0;
         if found.is_none() && !exit {
-            // The timeout is a safety net only (wake-ups come from publishers); it bounds the
-            // damage of a missed wake-up to one period at a cost of a few wake-ups a second.
-            if me.sleep.load(Ordering::Acquire) == SLEEPING {
-                sys::futex_wait_timeout(&me.sleep, SLEEPING, SLEEP_TIMEOUT);
+            while me.sleep.load(Ordering::Acquire) == SLEEPING {
+                sys::futex_wait(&me.sleep, SLEEPING);
             }
         }
         me.sleep.store(AWAKE, Ordering::SeqCst);

@@ -2,20 +2,17 @@
 
 use std::sync::atomic::AtomicU32;
 
-/// Blocks while `*word == expected`, for at most `timeout` (spurious returns are possible).
-pub(crate) fn futex_wait_timeout(word: &AtomicU32, expected: u32, timeout: std::time::Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: as in futex_wait; the relative timeout points to a live timespec.
+/// Blocks while `*word == expected` (spurious returns are possible).
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT_PRIVATE reads the u32 at a valid, aligned address we borrow; a null
+    // timeout waits indefinitely. Errors (EAGAIN, EINTR) are spurious returns for our callers.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
             expected,
-            &ts as *const libc::timespec,
+            std::ptr::null::<libc::timespec>(),
         );
     }
 }
