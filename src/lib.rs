@@ -52,3 +52,29 @@ pub mod sync {
         WaitTimeoutResult,
     };
 }
+
+/// Starts the run-time profile sampler of `footprint-pmu` for this process (CPU utilisation,
+/// context-switch and migration rates, LLC miss ratio where counters exist) with the lock-wait
+/// time of every [`sync`] lock wired into its lock-time channel.
+///
+/// The sampler runs on its own thread until the returned handle is dropped or stopped.
+///
+/// ```
+/// use std::time::Duration;
+/// let config = footprint::pmu::SamplerConfig {
+///     interval: Duration::from_millis(20),
+///     ..Default::default()
+/// };
+/// let sampler = footprint::start_profile_sampler(config)?;
+/// assert!(sampler.wait_for_intervals(2, Duration::from_secs(10)));
+/// let p = sampler.latest().expect("an interval");
+/// assert!(p.lock_time_fraction.is_some(), "lock time is wired");
+/// # Ok::<(), footprint::pmu::PmuError>(())
+/// ```
+pub fn start_profile_sampler(
+    config: footprint_pmu::SamplerConfig,
+) -> Result<footprint_pmu::BackgroundSampler, footprint_pmu::PmuError> {
+    footprint_pmu::ProfileSampler::procfs(config, footprint_pmu::ThreadSelection::All)?
+        .with_lock_time(footprint_locks::stats::process_lock_wait_ns)
+        .start()
+}
