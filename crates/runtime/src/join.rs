@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The stealable half of a `join`, on its caller's stack.
+#[repr(C)]
 struct StackJob<B, RB> {
+    /// Must stay first: the scheduler reads it through the type-erased pointer.
+    header: sched::StackJobHeader,
     f: UnsafeCell<Option<B>>,
     result: UnsafeCell<Option<std::thread::Result<RB>>>,
     done: AtomicBool,
@@ -63,6 +66,9 @@ where
         return runtime::current_or_global(|rt| rt.block_on(move || join(a, b)));
     };
     let job = StackJob::<B, RB> {
+        header: sched::StackJobHeader {
+            seq: std::cell::Cell::new(0),
+        },
         f: UnsafeCell::new(Some(b)),
         result: UnsafeCell::new(None),
         done: AtomicBool::new(false),
@@ -71,7 +77,6 @@ where
     let r = StackJobRef {
         data: &job as *const StackJob<B, RB> as *const (),
         exec: exec_stack_job::<B, RB>,
-        seq: 0,
     };
     // SAFETY: `owner` is the running green thread (this one); only it touches `nested`.
     unsafe { (*owner).nested.set((*owner).nested.get() + 1) };

@@ -49,10 +49,19 @@ pub(crate) enum Job {
 pub(crate) struct StackJobRef {
     pub(crate) data: *const (),
     pub(crate) exec: unsafe fn(*const ()),
+}
+
+/// The first field of every `join` half (`#[repr(C)]`), so that a joiner can read the push order
+/// of any half it pops from its own deque.
+#[repr(C)]
+pub(crate) struct StackJobHeader {
     /// Push order on its worker (stamped by `push_stack_job`): entries of one deque are ordered
     /// by it, which lets a joiner tell "mine was stolen" from "newer work sits on top of mine".
-    pub(crate) seq: u64,
+    pub(crate) seq: Cell<u64>,
 }
+
+// A job is two words (the fn pointer's niche holds the variant): cheap to copy through the deque.
+const _: () = assert!(std::mem::size_of::<Job>() == 16);
 
 // SAFETY: the referenced job is Send (join requires it) and stays alive until it reports done.
 unsafe impl Send for StackJobRef {}
@@ -622,13 +631,13 @@ pub(crate) fn current_green_on_worker() -> Option<(*const Task, *const WorkerLoc
 /// # Safety
 /// `w` must be the calling green thread's worker, obtained since its last yield or park.
 #[inline]
-pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, mut r: StackJobRef) -> (usize, u64) {
+pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> (usize, u64) {
     // SAFETY: per the contract `w` is the calling OS thread's live worker.
     unsafe {
         let w = &*w;
         let seq = w.push_seq.get() + 1;
         w.push_seq.set(seq);
-        r.seq = seq;
+        (*(r.data as *const StackJobHeader)).seq.set(seq);
         w.deque.push(Job::Stack(r));
         (*w.shared).notify_one_local_push(w.index);
         (w.index, seq)
@@ -653,11 +662,13 @@ pub(crate) fn take_back_stack_job(data: *const (), seq: u64, pushed_on: usize) -
         let mut found = false;
         while let Some(j) = w.deque.pop() {
             match j {
-                Job::Stack(s) if s.data == data && s.seq == seq => {
+                Job::Stack(s) if s.data == data => {
                     found = true;
                     break;
                 }
-                Job::Stack(s) if s.seq < seq => {
+                // SAFETY: a half still in the deque is unexecuted, so its owner is still inside
+                // `join` and the half (with its header) is alive.
+                Job::Stack(s) if (*(s.data as *const StackJobHeader)).seq.get() < seq => {
                     // Older than ours: ours was stolen. Put it back where it was (the top).
                     w.deque.push(Job::Stack(s));
                     break;
