@@ -25,7 +25,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(30);
     let workers: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
-    let pin = args.next().map_or(true, |a| a != "unpinned");
+    let pin = args.next().is_none_or(|a| a != "unpinned");
     let rt = Runtime::builder()
         .workers(workers)
         .pin(pin)
