@@ -6,6 +6,8 @@
 //! Groups (all times are per lock acquisition or per barrier episode):
 //! - `uncontended`: one thread, acquire + release;
 //! - `contended2/{empty,1us}`: 2 threads, critical section empty or ≈1 µs, nothing outside;
+//!   `contended2_pinned/…`: the same with the kernel's oversubscription signal pinned to "no"
+//!   (a dedicated 2-core machine; this one is shared with other builds);
 //! - `oversub{4,8}`: 4 or 8 OS threads (more than the CPUs here), ≈100 ns inside and ≈1 µs of
 //!   work outside the critical section (002's lock loop under multiprogramming);
 //! - `barrier2`: episode latency with 2 threads; `barrier_oversub{4,8}`: episodes with 4 or 8
@@ -166,6 +168,27 @@ fn contended2(c: &mut Criterion) {
     }
 }
 
+/// `contended2` again with the kernel's oversubscription signal pinned to "no": what the informing
+/// locks do on a dedicated 2-core machine, measured on this shared one (where other builds make
+/// `/proc/loadavg` report more runnable threads than CPUs).
+fn contended2_pinned(c: &mut Criterion) {
+    let us = units_per_us();
+    os::force_oversubscribed(Some(false));
+    for (label, inside) in [("empty", 0u64), ("1us", us)] {
+        let mut g = c.benchmark_group(format!("contended2_pinned/{label}"));
+        macro_rules! one {
+            ($name:ident, $ty:ty, $g:ident) => {{
+                let f = lock_loop::<$ty>(2, inside, 0);
+                $g.bench_function(stringify!($name), |b| b.iter_custom(|n| f(n)));
+            }};
+        }
+        for_locks!(one, g);
+        for_spin_locks!(one, g);
+        g.finish();
+    }
+    os::force_oversubscribed(None);
+}
+
 fn oversubscribed(c: &mut Criterion) {
     let us = units_per_us();
     for threads in [4usize, 8] {
@@ -267,6 +290,6 @@ fn barriers(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = uncontended, contended2, oversubscribed, barriers
+    targets = uncontended, contended2, contended2_pinned, oversubscribed, barriers
 }
 criterion_main!(benches);
