@@ -673,6 +673,8 @@ pub(crate) fn take_back_stack_job(data: *const (), seq: u64, pushed_on: usize) -
                     w.deque.push(Job::Stack(s));
                     break;
                 }
+                // A spawned thread its joiner already ran inline: drop the stale entry.
+                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => drop(t),
                 // Newer than ours (spawned threads, other green threads' join halves): hand
                 // them to this worker's inbox, where it or a thief runs them.
                 other => others.push(other),
@@ -688,7 +690,9 @@ pub(crate) fn take_back_stack_job(data: *const (), seq: u64, pushed_on: usize) -
 }
 
 /// Pops the top of the calling worker's deque if it is `t`'s entry (spawn, then join): the caller
-/// then owns `t` exclusively. Anything else found on top is put back where it was.
+/// then owns `t` exclusively. Stale entries found on top (threads their joiners already ran
+/// inline) are dropped on the way, so joining in spawn order does not pile them up; anything else
+/// is put back where it was.
 pub(crate) fn take_own_top(t: &Task) -> bool {
     let c = ctx_ptr();
     // SAFETY: as in spawn_raw.
@@ -697,14 +701,19 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
             return false;
         }
         let w = &*(*c).worker;
-        match w.deque.pop() {
-            Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => true,
-            // Not ours: put it back on top of the LIFO deque, where it was.
-            Some(other) => {
-                w.deque.push(other);
-                false
+        loop {
+            match w.deque.pop() {
+                Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => return true,
+                Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
+                    drop(top)
+                }
+                // Not ours: put it back on top of the LIFO deque, where it was.
+                Some(other) => {
+                    w.deque.push(other);
+                    return false;
+                }
+                None => return false,
             }
-            None => false,
         }
     }
 }

@@ -1,0 +1,55 @@
+//! Skynet: 1,000,000 leaf green threads (10 children per node, 6 levels), each returning its
+//! number, summed up the tree with `spawn` + `JoinHandle::join`. Prints the time and the
+//! process's peak RSS. `cargo run --release -p footprint-runtime --example skynet -- [workers]`
+
+use footprint_runtime::{spawn, Runtime};
+use std::time::Instant;
+
+fn skynet(num: u64, size: u64) -> u64 {
+    if size == 1 {
+        return num;
+    }
+    let step = size / 10;
+    let hs: Vec<_> = (0..10)
+        .map(|i| spawn(move || skynet(num + i * step, step)))
+        .collect();
+    hs.into_iter().map(|h| h.join().unwrap()).sum()
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let workers: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(2);
+    let rt = Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime");
+    let rounds: usize = std::env::args()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(3);
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        let v = rt.block_on(|| skynet(0, 1_000_000));
+        println!(
+            "skynet(1M) = {v} on {workers} workers in {:?}; RSS {} MiB (peak {} MiB); steals {}",
+            t0.elapsed(),
+            status_kib("VmRSS:") / 1024,
+            status_kib("VmHWM:") / 1024,
+            rt.stats().steals
+        );
+        assert_eq!(v, 499_999_500_000);
+    }
+}
