@@ -24,8 +24,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use footprint::sync::Barrier;
 use footprint::runtime::ReadyOrder;
+use footprint::sync::Barrier;
 
 const THREADS: usize = 1024;
 const WORKING_SET_BYTES: usize = 64 << 10;
