@@ -48,9 +48,15 @@
 //! # Failure
 //! A panic in a green thread is caught at its boundary: [`JoinHandle::join`] returns
 //! `Err(payload)`, [`join`] and [`scope`] re-raise it, and the worker keeps running. A stack
-//! overflow hits the guard page; on x86-64 Linux the joiner gets `Err(String)` naming the
-//! thread and its stack size and the runtime keeps running (the overflowed thread's frames are
-//! abandoned without running destructors); elsewhere the process prints that report and aborts.
+//! overflow hits the guard page. On x86-64 Linux, outside a `join`, the joiner gets
+//! `Err(String)` naming the thread and its stack size and the runtime keeps running (the
+//! overflowed thread's frames are abandoned without running destructors). Inside a `join` (whose
+//! other half still references the stack), and on other targets, the process prints that report
+//! and aborts.
+//!
+//! # Shutdown
+//! Dropping a [`Runtime`] waits until all its green threads (detached ones included) have
+//! finished, then stops the workers and frees the pools.
 //!
 //! # Limits
 //! Each started, unfinished green thread holds one stack mapping (two VMAs with its guard page),

@@ -2,7 +2,9 @@
 //!
 //! Every green-thread stack has a guard page below it. A `SIGSEGV`/`SIGBUS` handler, running on
 //! a per-worker alternate signal stack, checks whether the fault hit the guard page of the green
-//! thread running on that OS thread. If so (x86-64 Linux), it uses corosensei's trap support to
+//! thread running on that OS thread. If so (x86-64 Linux, and the thread is not inside a `join`
+//! or running a joined thread inline, whose frames others still reference), it uses corosensei's
+//! trap support to
 //! make the coroutine return at once: the joiner gets `Err(String)` naming the thread and its
 //! stack size, the worker keeps running and the overflowed stack is unmapped. The frames of the
 //! overflowed thread are abandoned without running destructors: what it owned leaks and a lock it
