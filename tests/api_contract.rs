@@ -116,12 +116,41 @@ fn a_panic_in_a_spawned_thread_reaches_its_joiner_and_the_runtime_keeps_running(
         .expect("2 workers is a valid configuration");
     let result = rt.block_on(|| footprint::spawn(|| -> u32 { panic!("boom") }).join());
     let payload = result.expect_err("the panic must reach join() as Err");
-    let text = payload
+    assert_eq!(panic_text(&*payload), "boom");
+    // The workers survived.
+    assert_eq!(rt.block_on(|| footprint::join(|| 20, || 22)), (20, 22));
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("");
-    assert_eq!(text, "boom");
-    // The workers survived.
-    assert_eq!(rt.block_on(|| footprint::join(|| 20, || 22)), (20, 22));
+        .unwrap_or("")
+}
+
+#[test]
+fn panics_in_join_and_scope_reach_the_caller_like_rayon() {
+    let rt = footprint::Runtime::builder()
+        .workers(2)
+        .build()
+        .expect("2 workers is a valid configuration");
+    let from_join = rt.block_on(|| {
+        std::panic::catch_unwind(|| footprint::join(|| 1, || -> u32 { panic!("right half") }))
+    });
+    let payload = from_join.expect_err("join must re-raise the panic of its second half");
+    assert_eq!(panic_text(&*payload), "right half");
+
+    let from_scope = rt.block_on(|| {
+        std::panic::catch_unwind(|| {
+            footprint::scope(|s| {
+                s.spawn(|| panic!("scoped thread"));
+            })
+        })
+    });
+    let payload = from_scope.expect_err("scope must re-raise an unjoined scoped thread's panic");
+    assert_eq!(panic_text(&*payload), "scoped thread");
+
+    // The workers survived both.
+    assert_eq!(rt.block_on(|| footprint::join(|| 1, || 2)), (1, 2));
 }
