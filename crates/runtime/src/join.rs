@@ -83,7 +83,8 @@ where
     // SAFETY: `worker` was read just above and we have not yielded since.
     let (pushed_on, seq) = unsafe { sched::push_stack_job(worker, r) };
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    let rb = if sched::take_back_stack_job(r.data, seq, pushed_on) {
+    // SAFETY: `owner` is this green thread and `worker` the worker it pushed on.
+    let rb = if unsafe { sched::take_back_stack_job(owner, worker, r.data, seq, pushed_on) } {
         // SAFETY: we took the only reference back, so `f` is ours.
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
         if ra.is_err() {

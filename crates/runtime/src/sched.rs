@@ -647,17 +647,26 @@ pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> (u
 /// Tries to take back the `join` half `r` from the calling worker's deque. Other jobs found above
 /// it (pushed meanwhile by other green threads) go to this worker's inbox, where the worker or a
 /// thief runs them. Returns whether `r` was taken back (the caller then runs it inline).
-pub(crate) fn take_back_stack_job(data: *const (), seq: u64, pushed_on: usize) -> bool {
-    let c = ctx_ptr();
-    // SAFETY: as in spawn_raw.
+///
+/// # Safety
+/// `owner` must be the calling green thread and `w` the worker it ran on when it pushed the half
+/// (`pushed_on`). The worker is only touched if the green thread still runs there, which its
+/// `last_worker` (stamped by every resumption) tells without a thread-local read.
+#[inline]
+pub(crate) unsafe fn take_back_stack_job(
+    owner: *const Task,
+    w: *const WorkerLocal,
+    data: *const (),
+    seq: u64,
+    pushed_on: usize,
+) -> bool {
+    // SAFETY: per the contract; a green thread that still runs on `pushed_on` runs on `w`'s OS
+    // thread, so the owner-only deque is ours to pop.
     unsafe {
-        if c.is_null() || (*c).worker.is_null() {
+        if (*owner).last_worker.load(Ordering::Relaxed) != pushed_on {
             return false;
         }
-        let w = &*(*c).worker;
-        if w.index != pushed_on {
-            return false;
-        }
+        let w = &*w;
         let mut others = Vec::new();
         let mut found = false;
         while let Some(j) = w.deque.pop() {
