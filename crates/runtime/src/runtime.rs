@@ -1,7 +1,7 @@
 //! The runtime: its builder, worker threads, `block_on`, `spawn`, the global runtime, shutdown.
 
 use crate::error::Error;
-use crate::sched::{self, Job, ReadyOrder, Shared, WorkerLocal, WorkerShared};
+use crate::sched::{self, RawJob, ReadyOrder, Shared, WorkerLocal, WorkerShared};
 use crate::task::{self, JoinHandle};
 use crossbeam_deque::{Injector, Worker as Deque};
 use crossbeam_utils::CachePadded;
@@ -142,7 +142,7 @@ impl Builder {
         let topology = Topology::detect();
         let tiers = steal_tiers(&topology, &worker_cpu);
 
-        let deques: Vec<Deque<Job>> = (0..n).map(|_| Deque::new_lifo()).collect();
+        let deques: Vec<Deque<RawJob>> = (0..n).map(|_| Deque::new_lifo()).collect();
         let workers: Box<[WorkerShared]> = deques
             .iter()
             .zip(tiers)
@@ -251,7 +251,7 @@ fn steal_tiers(topo: &Topology, worker_cpu: &[usize]) -> Vec<Vec<Vec<usize>>> {
 fn worker_main(
     shared: Arc<Shared>,
     index: usize,
-    deque: Deque<Job>,
+    deque: Deque<RawJob>,
     cpu: Option<usize>,
     ready: mpsc::Sender<Result<(), Error>>,
 ) {
@@ -276,6 +276,10 @@ fn worker_main(
     let ctx: *const sched::ThreadCtx = &local.ctx;
     sched::set_ctx(ctx);
     local.run_loop();
+    // Stale entries (threads their joiners ran inline) still hold task references.
+    while let Some(j) = local.deque.pop() {
+        drop(j.into_job());
+    }
     sched::set_ctx(std::ptr::null());
     match prev_hook {
         Some(h) => {

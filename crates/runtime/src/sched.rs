@@ -60,8 +60,54 @@ pub(crate) struct StackJobHeader {
     pub(crate) seq: Cell<u64>,
 }
 
-// A job is two words (the fn pointer's niche holds the variant): cheap to copy through the deque.
-const _: () = assert!(std::mem::size_of::<Job>() == 16);
+/// A [`Job`] as stored in the start deques and the injector: two plain words (like rayon's
+/// `JobRef`), which the compiler moves through the deque's volatile slot writes straight from
+/// registers. (The two-variant enum went through a stack temporary and a 16-byte reload, a
+/// store-forwarding stall on every `join`.) `exec == 0` marks a green thread (`data` is then an
+/// `Arc<Task>` turned into a raw pointer). No `Drop`: every `RawJob` is turned back into a `Job`
+/// exactly once (deques are drained when a worker stops).
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct RawJob {
+    data: *const (),
+    exec: usize,
+}
+
+// SAFETY: a RawJob is a Job (Send) in another representation.
+unsafe impl Send for RawJob {}
+
+impl RawJob {
+    #[inline]
+    pub(crate) fn task(t: Arc<Task>) -> RawJob {
+        RawJob {
+            data: Arc::into_raw(t).cast(),
+            exec: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn stack(r: StackJobRef) -> RawJob {
+        RawJob {
+            data: r.data,
+            exec: r.exec as usize,
+        }
+    }
+
+    /// The job, taking back ownership of its task reference.
+    #[inline]
+    pub(crate) fn into_job(self) -> Job {
+        if self.exec == 0 {
+            // SAFETY: made by RawJob::task from Arc::into_raw; converted back exactly once.
+            Job::Task(unsafe { Arc::from_raw(self.data.cast::<Task>()) })
+        } else {
+            Job::Stack(StackJobRef {
+                data: self.data,
+                // SAFETY: made by RawJob::stack from a fn pointer of this exact type.
+                exec: unsafe { std::mem::transmute::<usize, unsafe fn(*const ())>(self.exec) },
+            })
+        }
+    }
+}
 
 // SAFETY: the referenced job is Send (join requires it) and stays alive until it reports done.
 unsafe impl Send for StackJobRef {}
@@ -178,7 +224,7 @@ const FAIR_TICK: u32 = 61;
 
 /// The part of a worker others may touch.
 pub(crate) struct WorkerShared {
-    pub(crate) stealer: Stealer<Job>,
+    pub(crate) stealer: Stealer<RawJob>,
     pub(crate) inbox: Mutex<VecDeque<Job>>,
     pub(crate) inbox_len: AtomicUsize,
     pub(crate) sleep: CachePadded<AtomicU32>,
@@ -193,7 +239,7 @@ pub(crate) struct WorkerShared {
 
 impl WorkerShared {
     pub(crate) fn new(
-        stealer: Stealer<Job>,
+        stealer: Stealer<RawJob>,
         cpu: Option<usize>,
         steal_tiers: Vec<Vec<usize>>,
     ) -> Self {
@@ -236,7 +282,7 @@ impl WorkerShared {
 /// Runtime-wide state.
 pub(crate) struct Shared {
     pub(crate) workers: Box<[WorkerShared]>,
-    pub(crate) injector: Injector<Job>,
+    pub(crate) injector: Injector<RawJob>,
     pub(crate) sleepers: CachePadded<AtomicUsize>,
     pub(crate) idle: CachePadded<AtomicUsize>,
     pub(crate) shutdown: AtomicBool,
@@ -349,6 +395,18 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .pop()
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        loop {
+            match self.injector.steal() {
+                Steal::Success(j) => drop(j.into_job()),
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
+        }
     }
 }
 
@@ -587,7 +645,7 @@ where
             t.init(f, shared, with_handle, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
-            w.deque.push(Job::Task(t.clone()));
+            w.deque.push(RawJob::task(t.clone()));
             shared.notify_one_local_push(w.index);
             t
         } else {
@@ -599,7 +657,7 @@ where
                 .unwrap_or_else(|| Arc::new(Task::new()));
             t.init(f, shared, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
-            shared.injector.push(Job::Task(t.clone()));
+            shared.injector.push(RawJob::task(t.clone()));
             shared.notify_one(0);
             t
         }
@@ -638,7 +696,7 @@ pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> (u
         let seq = w.push_seq.get() + 1;
         w.push_seq.set(seq);
         (*(r.data as *const StackJobHeader)).seq.set(seq);
-        w.deque.push(Job::Stack(r));
+        w.deque.push(RawJob::stack(r));
         (*w.shared).notify_one_local_push(w.index);
         (w.index, seq)
     }
@@ -670,7 +728,7 @@ pub(crate) unsafe fn take_back_stack_job(
         let mut others = Vec::new();
         let mut found = false;
         while let Some(j) = w.deque.pop() {
-            match j {
+            match j.into_job() {
                 Job::Stack(s) if s.data == data => {
                     found = true;
                     break;
@@ -679,7 +737,7 @@ pub(crate) unsafe fn take_back_stack_job(
                 // `join` and the half (with its header) is alive.
                 Job::Stack(s) if (*(s.data as *const StackJobHeader)).seq.get() < seq => {
                     // Older than ours: ours was stolen. Put it back where it was (the top).
-                    w.deque.push(Job::Stack(s));
+                    w.deque.push(RawJob::stack(s));
                     break;
                 }
                 // A spawned thread its joiner already ran inline: drop the stale entry.
@@ -711,14 +769,17 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
         }
         let w = &*(*c).worker;
         loop {
-            match w.deque.pop() {
+            match w.deque.pop().map(RawJob::into_job) {
                 Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => return true,
                 Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
                     drop(top)
                 }
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {
-                    w.deque.push(other);
+                    w.deque.push(match other {
+                        Job::Task(t) => RawJob::task(t),
+                        Job::Stack(r) => RawJob::stack(r),
+                    });
                     return false;
                 }
                 None => return false,
@@ -731,7 +792,7 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
 pub(crate) struct WorkerLocal {
     pub(crate) index: usize,
     pub(crate) shared: *const Shared,
-    pub(crate) deque: Deque<Job>,
+    pub(crate) deque: Deque<RawJob>,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
     stacks: UnsafeCell<Vec<DefaultStack>>,
     tasks: UnsafeCell<Vec<Arc<Task>>>,
@@ -744,7 +805,7 @@ pub(crate) struct WorkerLocal {
 }
 
 impl WorkerLocal {
-    pub(crate) fn new(index: usize, shared: &Arc<Shared>, deque: Deque<Job>) -> WorkerLocal {
+    pub(crate) fn new(index: usize, shared: &Arc<Shared>, deque: Deque<RawJob>) -> WorkerLocal {
         WorkerLocal {
             index,
             shared: Arc::as_ptr(shared),
@@ -873,10 +934,10 @@ impl WorkerLocal {
                 return Some(j);
             }
             if let Steal::Success(j) = shared.injector.steal() {
-                return Some(j);
+                return Some(j.into_job());
             }
             if let Some(j) = self.deque.pop() {
-                return Some(j);
+                return Some(j.into_job());
             }
         }
         if self.yielded.replace(false) {
@@ -884,7 +945,7 @@ impl WorkerLocal {
                 return Some(j);
             }
             if let Some(j) = self.deque.pop() {
-                return Some(j);
+                return Some(j.into_job());
             }
         }
         let ready = self.ready();
@@ -897,7 +958,7 @@ impl WorkerLocal {
         if let Some(j) = me.pop_inbox() {
             return Some(j);
         }
-        self.deque.pop()
+        self.deque.pop().map(RawJob::into_job)
     }
 
     /// Offers half of the ready threads to idle workers through the inbox.
@@ -931,7 +992,7 @@ impl WorkerLocal {
                     match v.stealer.steal() {
                         Steal::Success(j) => {
                             me.steals.fetch_add(1, Ordering::Relaxed);
-                            return Some(j);
+                            return Some(j.into_job());
                         }
                         Steal::Retry => continue,
                         Steal::Empty => break,
@@ -945,7 +1006,7 @@ impl WorkerLocal {
         }
         loop {
             match shared.injector.steal() {
-                Steal::Success(j) => return Some(j),
+                Steal::Success(j) => return Some(j.into_job()),
                 Steal::Retry => continue,
                 Steal::Empty => return None,
             }
