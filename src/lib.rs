@@ -47,9 +47,11 @@ pub use footprint_runtime::{
 /// ```
 pub mod sync {
     pub use footprint_locks::{
-        ArrayMutex, Barrier, BarrierError, BarrierWaitResult, CentralBarrier, Condvar,
-        DisseminationBarrier, McsMutex, Mutex, MutexGuard, TicketMutex, TreeBarrier, TtasMutex,
-        WaitTimeoutResult,
+        stats, AlwaysSpin, ArrayMutex, Barrier, BarrierError, BarrierWaitResult, BlockArrayMutex,
+        BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier, Condvar,
+        DisseminationBarrier, ImmediateBlock, Informed, McsMutex, Mutex, MutexGuard, PriorityClass,
+        RawLock, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex, TicketMutex,
+        TreeBarrier, TtasMutex, WaitPolicy, WaitTimeoutResult,
     };
 }
 
