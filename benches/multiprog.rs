@@ -269,15 +269,12 @@ fn multiprogramming(c: &mut Criterion) {
     group.finish();
 }
 
-fn short() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-}
+#[path = "common/short.rs"]
+mod short;
 
 criterion_group! {
     name = benches;
-    config = short();
+    config = short::config();
     targets = multiprogramming
 }
 

@@ -17,7 +17,7 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -146,15 +146,12 @@ fn spawn_join_benches(c: &mut Criterion) {
     group.finish();
 }
 
-fn short() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-}
+#[path = "common/short.rs"]
+mod short;
 
 criterion_group! {
     name = benches;
-    config = short();
+    config = short::config();
     targets = yield_benches, spawn_join_benches
 }
 criterion_main!(benches);

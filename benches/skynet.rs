@@ -18,7 +18,6 @@
 mod skynet;
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
@@ -75,15 +74,12 @@ fn skynet_benches(c: &mut Criterion) {
     group.finish();
 }
 
-fn short() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-}
+#[path = "common/short.rs"]
+mod short;
 
 criterion_group! {
     name = benches;
-    config = short();
+    config = short::config();
     targets = skynet_benches
 }
 criterion_main!(benches);

@@ -21,7 +21,6 @@
 
 use std::hint::black_box;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::runtime::ReadyOrder;
@@ -140,15 +139,12 @@ fn working_set(c: &mut Criterion) {
     group.finish();
 }
 
-fn short() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-}
+#[path = "common/short.rs"]
+mod short;
 
 criterion_group! {
     name = benches;
-    config = short();
+    config = short::config();
     targets = working_set
 }
 criterion_main!(benches);
