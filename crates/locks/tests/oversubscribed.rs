@@ -6,13 +6,8 @@
 use footprint_locks::*;
 use std::sync::Arc;
 
-fn iters(release: usize) -> usize {
-    if cfg!(debug_assertions) {
-        release / 10
-    } else {
-        release
-    }
-}
+mod common;
+use common::{exact_counter, iters};
 
 fn counter_test<R: lock_api::RawMutex + Send + Sync + 'static>(threads: usize, per_thread: usize)
 where
@@ -20,24 +15,7 @@ where
 {
     os::force_oversubscribed(Some(true));
     assert!(os::oversubscribed());
-    let m = Arc::new(lock_api::Mutex::<R, u64>::new(0));
-    let hs: Vec<_> = (0..threads)
-        .map(|_| {
-            let m = m.clone();
-            std::thread::spawn(move || {
-                for _ in 0..per_thread {
-                    let mut g = m.lock();
-                    let v = *g;
-                    std::hint::black_box(&v);
-                    *g = v + 1;
-                }
-            })
-        })
-        .collect();
-    for h in hs {
-        h.join().unwrap();
-    }
-    assert_eq!(*m.lock(), (threads * per_thread) as u64);
+    exact_counter::<R>(threads, per_thread);
 }
 
 #[test]

@@ -7,38 +7,14 @@ use footprint_locks::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Scales iteration counts down in debug builds.
-fn iters(release: usize) -> usize {
-    if cfg!(debug_assertions) {
-        release / 10
-    } else {
-        release
-    }
-}
+mod common;
+use common::{exact_counter, iters};
 
 fn counter_test<R: lock_api::RawMutex + Send + Sync + 'static>(threads: usize, per_thread: usize)
 where
     R::Guard: 'static,
 {
-    let m = Arc::new(lock_api::Mutex::<R, u64>::new(0));
-    let hs: Vec<_> = (0..threads)
-        .map(|_| {
-            let m = m.clone();
-            std::thread::spawn(move || {
-                for _ in 0..per_thread {
-                    let mut g = m.lock();
-                    // A non-atomic read-modify-write: lost updates would show in the total.
-                    let v = *g;
-                    std::hint::black_box(&v);
-                    *g = v + 1;
-                }
-            })
-        })
-        .collect();
-    for h in hs {
-        h.join().unwrap();
-    }
-    assert_eq!(*m.lock(), (threads * per_thread) as u64);
+    let m = exact_counter::<R>(threads, per_thread);
     assert!(!m.is_locked());
 }
 
