@@ -4,17 +4,12 @@
 //! ignored, with the reason, instead of passing them.
 
 use footprint_pmu::{
-    kernel_counting_allowed, thread_cpu_time_ns, Capabilities, CounterSource, Event, PerfGroup,
-    PerfOptions, PmuError, RdpmcMode, ReadPath, Target, PARANOID_PATH,
+    kernel_counting_allowed, Capabilities, CounterSource, Event, PerfGroup, PerfOptions, PmuError,
+    RdpmcMode, ReadPath, Target, PARANOID_PATH,
 };
 
-fn spin_cpu(ms: u64) {
-    let start = thread_cpu_time_ns();
-    let mut x = 1u64;
-    while thread_cpu_time_ns() - start < ms * 1_000_000 {
-        x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
-    }
-}
+mod common;
+use common::{spin_cpu, CpuBurner};
 
 #[test]
 fn capability_probe_agrees_with_the_build_probe() {
@@ -169,16 +164,8 @@ fn mapped_software_counters_fall_back_from_user_space_reads_to_read() {
     ignore = "perf_event_open refused here (seccomp or perf_event_paranoid >= 3): build.rs could not open task-clock"
 )]
 fn perf_group_on_another_thread_by_tid() {
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let h = std::thread::spawn(move || {
-        tid_tx.send(footprint_pmu::current_tid()).unwrap();
-        go_rx.recv().unwrap();
-        spin_cpu(20);
-        done_tx.send(()).unwrap();
-    });
-    let tid = tid_rx.recv().unwrap();
+    let worker = CpuBurner::spawn(20);
+    let tid = worker.tid();
     let mut g = PerfGroup::open(
         &[Event::TaskClock],
         Target::Thread(tid),
@@ -188,11 +175,10 @@ fn perf_group_on_another_thread_by_tid() {
     assert_eq!(g.target_tid(), Some(tid));
     assert_eq!(g.read_path(), ReadPath::ReadSyscall);
     let a = g.read().unwrap();
-    go_tx.send(()).unwrap();
-    done_rx.recv().unwrap();
+    worker.burn();
     let d = g.read().unwrap().delta_since(&a);
     assert!(d.values()[0] >= 20_000_000, "{d:?}");
-    h.join().unwrap();
+    worker.join();
     // A thread of another process (pid 1's main thread) is not ours to observe.
     let other = PerfGroup::open(
         &[Event::TaskClock],
@@ -298,28 +284,19 @@ mod hardware {
     )]
     fn another_thread_by_tid_is_read_with_the_syscall() {
         use footprint_pmu::ReadPath;
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let h = std::thread::spawn(move || {
-            tid_tx.send(footprint_pmu::current_tid()).unwrap();
-            go_rx.recv().unwrap();
-            spin_cpu(10);
-            done_tx.send(()).unwrap();
-        });
-        let tid = tid_rx.recv().unwrap();
+        let worker = CpuBurner::spawn(10);
+        let tid = worker.tid();
         let mut g = PerfGroup::hardware(Target::Thread(tid)).unwrap();
         assert_eq!(g.read_path(), ReadPath::ReadSyscall);
         assert!(g.read_rdpmc().is_none());
         let a = g.read().unwrap();
-        go_tx.send(()).unwrap();
-        done_rx.recv().unwrap();
+        worker.burn();
         let d = g.read().unwrap().delta_since(&a);
         assert!(
             g.value(&d, Event::Instructions).unwrap() > 1_000_000,
             "{d:?}"
         );
-        h.join().unwrap();
+        worker.join();
     }
 
     #[test]

@@ -6,9 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use footprint_pmu::{
-    current_tid, thread_cpu_time_ns, PmuError, ProfileSampler, SamplerConfig, ScriptedProfile,
-    Snapshot, TaskCounts, ThreadRegistry, ThreadSelection,
+    current_tid, PmuError, ProfileSampler, SamplerConfig, ScriptedProfile, Snapshot, TaskCounts,
+    ThreadRegistry, ThreadSelection,
 };
+
+mod common;
+use common::spin_cpu;
 
 const MS: u64 = 1_000_000;
 
@@ -307,14 +310,6 @@ fn background_errors_are_counted_not_fatal() {
     feeder.push(snap(0, task(1, 0, 0, 0), vec![]));
     feeder.push(snap(200, task(1, 100, 0, 0), vec![]));
     assert!(bg.wait_for_intervals(1, Duration::from_secs(60)));
-}
-
-fn spin_cpu(ms: u64) {
-    let start = thread_cpu_time_ns();
-    let mut x = 1u64;
-    while thread_cpu_time_ns() - start < ms * MS {
-        x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
-    }
 }
 
 #[test]

@@ -4,18 +4,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use footprint_pmu::{
-    current_tid, thread_cpu_time_ns, CounterSource, Event, PmuError, ProcTaskSource, ReadPath,
-    RusageSource, Target,
+    current_tid, CounterSource, Event, PmuError, ProcTaskSource, ReadPath, RusageSource, Target,
 };
 
-/// Burns `ms` of this thread's CPU time (a condition on the CPU clock, not a wall-clock wait).
-fn spin_cpu(ms: u64) {
-    let start = thread_cpu_time_ns();
-    let mut x = 1u64;
-    while thread_cpu_time_ns() - start < ms * 1_000_000 {
-        x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
-    }
-}
+mod common;
+use common::{spin_cpu, CpuBurner};
 
 /// Blocks this thread once, for real: waits for a message another thread sends after it has
 /// seen us waiting. Makes at least one voluntary context switch.
@@ -93,24 +86,13 @@ fn rusage_source_refuses_to_be_read_on_another_thread() {
 
 #[test]
 fn proc_source_reads_another_thread_by_tid() {
-    let (tid_tx, tid_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let (exit_tx, exit_rx) = mpsc::channel::<()>();
-    let worker = std::thread::spawn(move || {
-        tid_tx.send(current_tid()).unwrap();
-        go_rx.recv().unwrap();
-        spin_cpu(30);
-        done_tx.send(()).unwrap();
-        exit_rx.recv().unwrap();
-    });
-    let tid = tid_rx.recv().unwrap();
+    let worker = CpuBurner::spawn(30);
+    let tid = worker.tid();
     let mut src = ProcTaskSource::open(Target::Thread(tid)).unwrap();
     assert_eq!(src.read_path(), ReadPath::Procfs);
     assert_eq!(src.target_tid(), Some(tid));
     let a = src.read().unwrap();
-    go_tx.send(()).unwrap();
-    done_rx.recv().unwrap();
+    worker.burn();
     let d = src.read().unwrap().delta_since(&a);
     let cpu = src.value(&d, Event::TaskClock).unwrap();
     assert!(cpu >= 30_000_000, "worker used 30 ms, /proc says {cpu} ns");
@@ -119,8 +101,7 @@ fn proc_source_reads_another_thread_by_tid() {
         run_delay < 60_000_000_000,
         "implausible run delay {run_delay}"
     );
-    exit_tx.send(()).unwrap();
-    worker.join().unwrap();
+    worker.join();
 
     // Once the kernel has reaped the thread, reads say so. Reaping finishes shortly after the
     // join returns, so wait for that condition (bounded), yielding meanwhile.
