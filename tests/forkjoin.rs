@@ -8,17 +8,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+mod common;
+use common::{runtime, WORKER_COUNTS};
 use footprint::Runtime;
-
-/// The worker counts every program runs on: one, this machine's two cores, and more than the cores.
-const WORKER_COUNTS: [usize; 3] = [1, 2, 5];
-
-fn runtime(workers: usize) -> Runtime {
-    Runtime::builder()
-        .workers(workers)
-        .build()
-        .unwrap_or_else(|e| panic!("building a runtime with {workers} workers failed: {e}"))
-}
 
 // ---------------------------------------------------------------------------------------------
 // fib

@@ -5,16 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use footprint::sync::{Barrier, Mutex};
-use footprint::Runtime;
-
-const WORKER_COUNTS: [usize; 3] = [1, 2, 5];
-
-fn runtime(workers: usize) -> Runtime {
-    Runtime::builder()
-        .workers(workers)
-        .build()
-        .unwrap_or_else(|e| panic!("building a runtime with {workers} workers failed: {e}"))
-}
+mod common;
+use common::{runtime, WORKER_COUNTS};
 
 /// One explicit diffusion step of `cells` with ghost values `left`/`right`.
 fn step(cells: &[f64], left: f64, right: f64, out: &mut [f64]) {

@@ -1,0 +1,14 @@
+//! Helpers shared by the root integration tests (`forkjoin.rs`, `spmd.rs`).
+
+use footprint::Runtime;
+
+/// The worker counts every program runs on: one, this machine's two cores, and more than the cores.
+pub const WORKER_COUNTS: [usize; 3] = [1, 2, 5];
+
+/// A runtime with exactly `workers` workers.
+pub fn runtime(workers: usize) -> Runtime {
+    Runtime::builder()
+        .workers(workers)
+        .build()
+        .unwrap_or_else(|e| panic!("building a runtime with {workers} workers failed: {e}"))
+}
