@@ -8,6 +8,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+#[path = "common/cli.rs"]
+mod cli;
+
 /// `fib(n)` with a `join` at every level: each call offers its second half to idle workers.
 fn fib(n: u64) -> u64 {
     if n < 2 {
@@ -48,16 +51,9 @@ fn main() -> ExitCode {
         eprintln!("fib({n}) does not fit in u64: use n ≤ 93 (and n ≤ 40 unless you are patient)");
         return ExitCode::from(2);
     }
-    let mut builder = footprint::Runtime::builder();
-    if let Some(w) = workers {
-        builder = builder.workers(w);
-    }
-    let rt = match builder.build() {
+    let rt = match cli::build_runtime(workers) {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot build the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let start = Instant::now();
     let value = rt.block_on(|| fib(n));

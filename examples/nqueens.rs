@@ -8,6 +8,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+#[path = "common/cli.rs"]
+mod cli;
+
 /// Solutions with queens already on `cols` and attacking the diagonals `left`/`right`, placing the
 /// next queen on one of the squares in `candidates`.
 fn count(n: u32, cols: u32, left: u32, right: u32, candidates: u32) -> u64 {
@@ -58,21 +61,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut builder = footprint::Runtime::builder();
-    match args.next().map(|v| v.parse::<usize>()) {
-        None => {}
-        Some(Ok(w)) => builder = builder.workers(w),
-        Some(Err(_)) => {
-            eprintln!("workers must be a positive integer\nusage: nqueens [N] [workers]");
-            return ExitCode::from(2);
-        }
-    }
-    let rt = match builder.build() {
+    let rt = match cli::workers_arg(args.next(), "usage: nqueens [N] [workers]")
+        .and_then(cli::build_runtime)
+    {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot build the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let start = Instant::now();
     let solutions = rt.block_on(|| count(n, 0, 0, 0, (1u32 << n) - 1));

@@ -14,6 +14,9 @@ use std::time::Instant;
 
 use footprint::sync::{Barrier, Mutex};
 
+#[path = "common/cli.rs"]
+mod cli;
+
 /// Cells per rank.
 const CELLS: usize = 4_096;
 /// Time steps.
@@ -121,21 +124,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut builder = footprint::Runtime::builder();
-    match args.next().map(|v| v.parse::<usize>()) {
-        None => {}
-        Some(Ok(w)) => builder = builder.workers(w),
-        Some(Err(_)) => {
-            eprintln!("workers must be a positive integer\nusage: spmd [ranks] [workers]");
-            return ExitCode::from(2);
-        }
-    }
-    let rt = match builder.build() {
+    let rt = match cli::workers_arg(args.next(), "usage: spmd [ranks] [workers]")
+        .and_then(cli::build_runtime)
+    {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cannot build the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
 
     let edges: Vec<Mutex<[f64; 2]>> = (0..ranks).map(|_| Mutex::new([0.0; 2])).collect();
