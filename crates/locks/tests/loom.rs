@@ -22,6 +22,24 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
+/// Checks `f` under loom with one preemption (for the three-thread models, whose state space is
+/// large). The caller holds `SERIAL`.
+fn model_one_preemption(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.max_branches = 100_000;
+    b.check(f);
+}
+
+/// Adds 1 to `value` with a non-atomic read-then-write under `lock`.
+fn increment_under<L: RawLock>(lock: &L, value: &AtomicUsize) {
+    let t = lock.lock();
+    let v = value.load(Ordering::Relaxed);
+    value.store(v + 1, Ordering::Relaxed);
+    // SAFETY: we hold the lock through `t`.
+    unsafe { lock.unlock(t) };
+}
+
 /// Two threads increment a counter with a non-atomic read-then-write under the lock: a broken
 /// lock loses an update in some interleaving. Both must finish (no lost wake-up: loom reports a
 /// deadlock if a parked thread is never woken).
@@ -32,13 +50,7 @@ fn mutual_exclusion<L: RawLock + Default + 'static>() {
         let hs: Vec<_> = (0..2)
             .map(|_| {
                 let (lock, value) = (lock.clone(), value.clone());
-                thread::spawn(move || {
-                    let t = lock.lock();
-                    let v = value.load(Ordering::Relaxed);
-                    value.store(v + 1, Ordering::Relaxed);
-                    // SAFETY: we hold the lock through `t`.
-                    unsafe { lock.unlock(t) };
-                })
+                thread::spawn(move || increment_under(&*lock, &value))
             })
             .collect();
         for h in hs {
@@ -164,86 +176,43 @@ fn barrier_model<B: Send + Sync + 'static>(
     });
 }
 
-#[test]
-fn central_block_phases() {
-    barrier_model(
-        CentralBarrier::<ImmediateBlock>::new,
-        CentralBarrier::wait,
-        2,
-        2,
-    );
-}
-#[test]
-fn central_informed_phases() {
-    barrier_model(CentralBarrier::<Informed>::new, CentralBarrier::wait, 2, 2);
-}
-#[test]
-fn central_spin_phases() {
-    barrier_model(
-        CentralBarrier::<AlwaysSpin>::new,
-        CentralBarrier::wait,
-        2,
-        1,
-    );
-}
-#[test]
-fn tree_block_phases() {
-    barrier_model(TreeBarrier::<ImmediateBlock>::new, TreeBarrier::wait, 2, 2);
-}
-#[test]
-fn tree_informed_phases() {
-    barrier_model(TreeBarrier::<Informed>::new, TreeBarrier::wait, 2, 2);
-}
-#[test]
-fn dissemination_block_phases() {
-    barrier_model(
-        DisseminationBarrier::<ImmediateBlock>::new,
-        DisseminationBarrier::wait,
-        2,
-        2,
-    );
-}
-#[test]
-fn dissemination_informed_phases() {
-    barrier_model(
-        DisseminationBarrier::<Informed>::new,
-        DisseminationBarrier::wait,
-        2,
-        2,
-    );
+macro_rules! barrier_models {
+    ($($name:ident: $ty:ty, $phases:expr),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            barrier_model(<$ty>::new, <$ty>::wait, 2, $phases);
+        }
+    )*};
 }
 
-/// Three threads exercise the inner tree nodes and a second dissemination round (one
-/// preemption: the three-thread state space is large).
+// Two threads, two phases (one for the always-spin barrier: its spinning multiplies the
+// interleavings).
+barrier_models! {
+    central_block_phases: CentralBarrier<ImmediateBlock>, 2,
+    central_informed_phases: CentralBarrier<Informed>, 2,
+    central_spin_phases: CentralBarrier<AlwaysSpin>, 1,
+    tree_block_phases: TreeBarrier<ImmediateBlock>, 2,
+    tree_informed_phases: TreeBarrier<Informed>, 2,
+    dissemination_block_phases: DisseminationBarrier<ImmediateBlock>, 2,
+    dissemination_informed_phases: DisseminationBarrier<Informed>, 2,
+}
+
 /// Three threads on a lock while the machine counts as oversubscribed: the third arrival waits
 /// at the door of the FIFO lock (holder + next-in-line inside) and must be let in; the
 /// next-in-line yields instead of parking. One preemption: three threads are costly.
 fn door_model<L: RawLock + Default + 'static>() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     os::force_oversubscribed(Some(true));
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(1);
-    b.max_branches = 100_000;
-    b.check(|| {
+    model_one_preemption(|| {
         let lock = Arc::new(L::default());
         let value = Arc::new(AtomicUsize::new(0));
         let hs: Vec<_> = (0..2)
             .map(|_| {
                 let (lock, value) = (lock.clone(), value.clone());
-                thread::spawn(move || {
-                    let t = lock.lock();
-                    let v = value.load(Ordering::Relaxed);
-                    value.store(v + 1, Ordering::Relaxed);
-                    // SAFETY: we hold the lock through `t`.
-                    unsafe { lock.unlock(t) };
-                })
+                thread::spawn(move || increment_under(&*lock, &value))
             })
             .collect();
-        let t = lock.lock();
-        let v = value.load(Ordering::Relaxed);
-        value.store(v + 1, Ordering::Relaxed);
-        // SAFETY: we hold the lock through `t`.
-        unsafe { lock.unlock(t) };
+        increment_under(&*lock, &value);
         for h in hs {
             h.join().unwrap();
         }
@@ -265,15 +234,14 @@ fn array_door() {
     door_model::<RawArrayLock<Informed, 4>>();
 }
 
+/// Three threads exercise the inner tree nodes and a second dissemination round (one
+/// preemption: the three-thread state space is large).
 fn barrier_model_three<B: Send + Sync + 'static>(
     make: fn(usize) -> B,
     wait: fn(&B) -> BarrierWaitResult,
 ) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(1);
-    b.max_branches = 100_000;
-    b.check(move || {
+    model_one_preemption(move || {
         let b = Arc::new(make(3));
         let arrived = Arc::new(AtomicUsize::new(0));
         let hs: Vec<_> = (0..2)
