@@ -153,29 +153,24 @@ fn uncontended(c: &mut Criterion) {
 }
 
 fn contended2(c: &mut Criterion) {
-    let us = units_per_us();
-    for (label, inside) in [("empty", 0u64), ("1us", us)] {
-        let mut g = c.benchmark_group(format!("contended2/{label}"));
-        macro_rules! one {
-            ($name:ident, $ty:ty, $g:ident) => {{
-                let f = lock_loop::<$ty>(2, inside, 0);
-                $g.bench_function(stringify!($name), |b| b.iter_custom(|n| f(n)));
-            }};
-        }
-        for_locks!(one, g);
-        for_spin_locks!(one, g);
-        g.finish();
-    }
+    contended2_groups(c, "contended2");
 }
 
 /// `contended2` again with the kernel's oversubscription signal pinned to "no": what the informing
 /// locks do on a dedicated 2-core machine, measured on this shared one (where other builds make
 /// `/proc/loadavg` report more runnable threads than CPUs).
 fn contended2_pinned(c: &mut Criterion) {
-    let us = units_per_us();
     os::force_oversubscribed(Some(false));
+    contended2_groups(c, "contended2_pinned");
+    os::force_oversubscribed(None);
+}
+
+/// Two threads on every lock, with an empty and a 1 µs critical section: the groups
+/// `{prefix}/empty` and `{prefix}/1us`.
+fn contended2_groups(c: &mut Criterion, prefix: &str) {
+    let us = units_per_us();
     for (label, inside) in [("empty", 0u64), ("1us", us)] {
-        let mut g = c.benchmark_group(format!("contended2_pinned/{label}"));
+        let mut g = c.benchmark_group(format!("{prefix}/{label}"));
         macro_rules! one {
             ($name:ident, $ty:ty, $g:ident) => {{
                 let f = lock_loop::<$ty>(2, inside, 0);
@@ -186,7 +181,6 @@ fn contended2_pinned(c: &mut Criterion) {
         for_spin_locks!(one, g);
         g.finish();
     }
-    os::force_oversubscribed(None);
 }
 
 fn oversubscribed(c: &mut Criterion) {
