@@ -25,25 +25,12 @@ pub struct CentralBarrier<W: WaitPolicy = Informed> {
 }
 
 impl<W: WaitPolicy> CentralBarrier<W> {
-    /// A barrier for `n` threads per phase.
-    ///
-    /// # Panics
-    /// When `n` is 0 (use [`try_new`](Self::try_new) for a typed error).
-    pub fn new(n: usize) -> Self {
-        Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
-    }
-
     /// A barrier for `n` threads per phase; `n = 0` is an error.
     pub fn try_new(n: usize) -> Result<Self, BarrierError> {
         Ok(CentralBarrier {
             core: BarrierCore::new(n)?,
             _policy: PhantomData,
         })
-    }
-
-    /// Participants per phase.
-    pub fn participants(&self) -> usize {
-        self.core.n
     }
 
     /// Waits until `n` threads have called `wait` in this phase.
@@ -64,8 +51,4 @@ impl<W: WaitPolicy> CentralBarrier<W> {
     }
 }
 
-impl<W: WaitPolicy> std::fmt::Debug for CentralBarrier<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.core.fmt(f)
-    }
-}
+barrier_common!(CentralBarrier);

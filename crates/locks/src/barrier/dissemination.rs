@@ -20,14 +20,6 @@ pub struct DisseminationBarrier<W: WaitPolicy = Informed> {
 }
 
 impl<W: WaitPolicy> DisseminationBarrier<W> {
-    /// A barrier for `n` threads per phase.
-    ///
-    /// # Panics
-    /// When `n` is 0 (use [`try_new`](Self::try_new) for a typed error).
-    pub fn new(n: usize) -> Self {
-        Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
-    }
-
     /// A barrier for `n` threads per phase; `n = 0` is an error.
     pub fn try_new(n: usize) -> Result<Self, BarrierError> {
         let core = BarrierCore::new(n)?;
@@ -41,11 +33,6 @@ impl<W: WaitPolicy> DisseminationBarrier<W> {
             flags,
             _policy: PhantomData,
         })
-    }
-
-    /// Participants per phase.
-    pub fn participants(&self) -> usize {
-        self.core.n
     }
 
     /// Waits until `n` threads have called `wait` in this phase.
@@ -70,8 +57,4 @@ impl<W: WaitPolicy> DisseminationBarrier<W> {
     }
 }
 
-impl<W: WaitPolicy> std::fmt::Debug for DisseminationBarrier<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.core.fmt(f)
-    }
-}
+barrier_common!(DisseminationBarrier);

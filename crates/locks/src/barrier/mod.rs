@@ -25,6 +25,34 @@ use crossbeam_utils::CachePadded;
 use std::fmt;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
 
+/// The items every barrier type shares, for a type `$ty<W: WaitPolicy>` with a
+/// `core: BarrierCore` field and a `try_new(n)`: `new(n)` (which panics where `try_new` errs),
+/// `participants()`, and a `Debug` that shows the core.
+macro_rules! barrier_common {
+    ($ty:ident) => {
+        impl<W: WaitPolicy> $ty<W> {
+            /// A barrier for `n` threads per phase.
+            ///
+            /// # Panics
+            /// When `n` is 0 (use [`try_new`](Self::try_new) for a typed error).
+            pub fn new(n: usize) -> Self {
+                Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
+            }
+
+            /// Participants per phase.
+            pub fn participants(&self) -> usize {
+                self.core.n
+            }
+        }
+
+        impl<W: WaitPolicy> std::fmt::Debug for $ty<W> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.core.fmt(f)
+            }
+        }
+    };
+}
+
 mod central;
 mod dissemination;
 mod tree;

@@ -28,14 +28,6 @@ pub struct TreeBarrier<W: WaitPolicy = Informed> {
 }
 
 impl<W: WaitPolicy> TreeBarrier<W> {
-    /// A barrier for `n` threads per phase.
-    ///
-    /// # Panics
-    /// When `n` is 0 (use [`try_new`](Self::try_new) for a typed error).
-    pub fn new(n: usize) -> Self {
-        Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
-    }
-
     /// A barrier for `n` threads per phase; `n = 0` is an error.
     pub fn try_new(n: usize) -> Result<Self, BarrierError> {
         let core = BarrierCore::new(n)?;
@@ -52,11 +44,6 @@ impl<W: WaitPolicy> TreeBarrier<W> {
             nodes,
             _policy: PhantomData,
         })
-    }
-
-    /// Participants per phase.
-    pub fn participants(&self) -> usize {
-        self.core.n
     }
 
     /// Waits until `n` threads have called `wait` in this phase.
@@ -91,8 +78,4 @@ impl<W: WaitPolicy> TreeBarrier<W> {
     }
 }
 
-impl<W: WaitPolicy> std::fmt::Debug for TreeBarrier<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.core.fmt(f)
-    }
-}
+barrier_common!(TreeBarrier);
