@@ -40,14 +40,7 @@ fn fib_sequential(n: u32) -> u64 {
 const WORKERS: usize = 2;
 
 fn fib_benches(c: &mut Criterion) {
-    let rt = footprint::Runtime::builder()
-        .workers(WORKERS)
-        .build()
-        .expect("a 2-worker runtime");
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(WORKERS)
-        .build()
-        .expect("a 2-thread rayon pool");
+    let (rt, pool) = peers::runtime_and_rayon(WORKERS);
 
     // Both must agree with the oracle before anything is timed.
     let check = fib_sequential(20);
@@ -74,6 +67,8 @@ fn fib_benches(c: &mut Criterion) {
     group.finish();
 }
 
+#[path = "common/peers.rs"]
+mod peers;
 #[path = "common/short.rs"]
 mod short;
 

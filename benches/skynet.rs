@@ -27,14 +27,7 @@ const MAY_MAX_LEAVES: u64 = 10_000;
 
 fn skynet_benches(c: &mut Criterion) {
     may::config().set_workers(WORKERS);
-    let rt = footprint::Runtime::builder()
-        .workers(WORKERS)
-        .build()
-        .expect("a 2-worker runtime");
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(WORKERS)
-        .build()
-        .expect("a 2-thread rayon pool");
+    let (rt, pool) = peers::runtime_and_rayon(WORKERS);
 
     let mut group = c.benchmark_group("skynet");
     group.sample_size(10);
@@ -74,6 +67,8 @@ fn skynet_benches(c: &mut Criterion) {
     group.finish();
 }
 
+#[path = "common/peers.rs"]
+mod peers;
 #[path = "common/short.rs"]
 mod short;
 
