@@ -40,6 +40,20 @@ fn increment_under<L: RawLock>(lock: &L, value: &AtomicUsize) {
     unsafe { lock.unlock(t) };
 }
 
+/// Spawns `n` threads that each run [`increment_under`] once.
+fn spawn_incrementers<L: RawLock + 'static>(
+    n: usize,
+    lock: &Arc<L>,
+    value: &Arc<AtomicUsize>,
+) -> Vec<thread::JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let (lock, value) = (lock.clone(), value.clone());
+            thread::spawn(move || increment_under(&*lock, &value))
+        })
+        .collect()
+}
+
 /// Two threads increment a counter with a non-atomic read-then-write under the lock: a broken
 /// lock loses an update in some interleaving. Both must finish (no lost wake-up: loom reports a
 /// deadlock if a parked thread is never woken).
@@ -47,12 +61,7 @@ fn mutual_exclusion<L: RawLock + Default + 'static>() {
     model(|| {
         let lock = Arc::new(L::default());
         let value = Arc::new(AtomicUsize::new(0));
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let (lock, value) = (lock.clone(), value.clone());
-                thread::spawn(move || increment_under(&*lock, &value))
-            })
-            .collect();
+        let hs = spawn_incrementers(2, &lock, &value);
         for h in hs {
             h.join().unwrap();
         }
@@ -206,12 +215,7 @@ fn door_model<L: RawLock + Default + 'static>() {
     model_one_preemption(|| {
         let lock = Arc::new(L::default());
         let value = Arc::new(AtomicUsize::new(0));
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let (lock, value) = (lock.clone(), value.clone());
-                thread::spawn(move || increment_under(&*lock, &value))
-            })
-            .collect();
+        let hs = spawn_incrementers(2, &lock, &value);
         increment_under(&*lock, &value);
         for h in hs {
             h.join().unwrap();
