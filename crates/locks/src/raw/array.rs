@@ -1,6 +1,6 @@
 //! Anderson's array-based queue lock.
 
-use super::{impl_raw_mutex, RawLock};
+use super::{impl_raw_mutex, queued_class, RawLock};
 use crate::hook::PriorityClass;
 use crate::stats::LockTimesSnapshot;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
@@ -104,11 +104,7 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
     fn lock_slow(&self, scope: ClassScope, slot: usize, mut waited: u64) -> HeldToken {
         self.meta.history.start_sampling();
         let ahead = slot.wrapping_sub(self.holder_slot.load(Ordering::Relaxed)) % N;
-        let class = if ahead == 1 {
-            PriorityClass::ImmediateWaiter
-        } else {
-            PriorityClass::Waiter
-        };
+        let class = queued_class(ahead);
         scope.publish(class);
         let cell = scope.cell();
         let mut promoted = ahead == 1;

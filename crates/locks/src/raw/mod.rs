@@ -2,6 +2,7 @@
 //! implements [`RawLock`] (and, outside `cfg(loom)`, `lock_api::RawMutex`, so that
 //! `lock_api::Mutex<RawXxx, T>` is a safe mutex with RAII guards).
 
+use crate::hook::PriorityClass;
 use crate::stats::LockTimesSnapshot;
 use crate::wait::HeldToken;
 
@@ -14,6 +15,17 @@ pub use array::RawArrayLock;
 pub use mcs::RawMcsLock;
 pub use ticket::RawTicketLock;
 pub use ttas::RawTtasLock;
+
+/// The class a waiter of a FIFO lock (ticket, array) publishes: `ImmediateWaiter` when it is
+/// next in line (`ahead == 1` places behind the holder), `Waiter` further back.
+#[inline]
+fn queued_class(ahead: usize) -> PriorityClass {
+    if ahead == 1 {
+        PriorityClass::ImmediateWaiter
+    } else {
+        PriorityClass::Waiter
+    }
+}
 
 /// The operations every raw lock of this crate offers.
 ///

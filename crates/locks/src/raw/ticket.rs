@@ -1,6 +1,6 @@
 //! Ticket lock: FIFO by a take-a-number counter.
 
-use super::{impl_raw_mutex, RawLock};
+use super::{impl_raw_mutex, queued_class, RawLock};
 use crate::hook::PriorityClass;
 use crate::stats::LockTimesSnapshot;
 use crate::sync::{AtomicU32, Ordering};
@@ -49,11 +49,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
     fn lock_slow(&self, scope: ClassScope, my: u32, serving: u32, door: u64) -> HeldToken {
         self.meta.history.start_sampling();
         let ahead = my.wrapping_sub(serving);
-        let class = if ahead == 1 {
-            PriorityClass::ImmediateWaiter
-        } else {
-            PriorityClass::Waiter
-        };
+        let class = queued_class(ahead as usize);
         scope.publish(class);
         let cell = scope.cell();
         let w = WaitFor {
