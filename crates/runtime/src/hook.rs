@@ -14,7 +14,7 @@ pub(crate) struct GreenHook;
 
 pub(crate) static GREEN_HOOK: GreenHook = GreenHook;
 
-/// Index in the calling worker's ready structure of a green thread with a class above `than`.
+/// Whether the calling worker's ready structure holds a green thread with a class above `than`.
 fn find_higher(than: PriorityClass) -> Option<usize> {
     let c = sched::ctx_ptr();
     if c.is_null() {
@@ -28,10 +28,14 @@ fn find_higher(than: PriorityClass) -> Option<usize> {
             return None;
         }
         let ready = &*(*w).ready.get();
-        ready.find_recent(SCAN, |j| match j {
-            Job::Task(t) => t.class.get() > than,
-            Job::Stack(_) => PriorityClass::Running > than,
-        })
+        ready.find_recent(SCAN, |j| higher(j, than))
+    }
+}
+
+fn higher(j: &Job, than: PriorityClass) -> bool {
+    match j {
+        Job::Task(t) => t.class.get() > than,
+        Job::Stack(_) => PriorityClass::Running > than,
     }
 }
 
@@ -55,13 +59,11 @@ impl SchedulerHook for GreenHook {
         if sched::current_task_ptr().is_null() {
             return false;
         }
-        match find_higher(than) {
-            Some(i) => {
-                sched::promote_ready(i);
-                sched::yield_now();
-                true
-            }
-            None => false,
+        if sched::promote_ready(SCAN, |j| higher(j, than)) {
+            sched::yield_now();
+            true
+        } else {
+            false
         }
     }
 

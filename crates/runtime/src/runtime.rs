@@ -5,7 +5,7 @@ use crate::sched::{self, RawJob, ReadyOrder, Shared, WorkerLocal, WorkerShared};
 use crate::task::{self, JoinHandle};
 use crossbeam_deque::{Injector, Worker as Deque};
 use crossbeam_utils::CachePadded;
-use footprint_affinity::Topology;
+use footprint_affinity::{Ledger, Topology, WorkerAffinity};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -96,7 +96,9 @@ impl Builder {
         self
     }
 
-    /// Order of the per-worker ready structure (default [`ReadyOrder::Lifo`]).
+    /// Order of the per-worker ready structure (default [`ReadyOrder::Lifo`]). With
+    /// [`ReadyOrder::Policy`] or [`ReadyOrder::Auto`] each worker orders its ready green threads
+    /// by an affinity policy's key; [`Runtime::ready_order`] reports what is in force.
     pub fn ready_order(mut self, order: ReadyOrder) -> Builder {
         self.ready_order = order;
         self
@@ -142,6 +144,20 @@ impl Builder {
         let topology = Topology::detect();
         let tiers = steal_tiers(&topology, &worker_cpu);
 
+        let ready_order = self.ready_order.resolve();
+        let affinity = ready_order.policy().map(|policy| {
+            let ledger = Arc::new(Ledger::for_last_level(&topology));
+            sched::RuntimeAffinity {
+                policy,
+                workers: (0..n)
+                    .map(|i| {
+                        let cpu = self.pin.then_some(worker_cpu[i]);
+                        Arc::new(WorkerAffinity::new(i, cpu, ledger.clone()))
+                    })
+                    .collect(),
+            }
+        });
+
         let deques: Vec<Deque<RawJob>> = (0..n).map(|_| Deque::new_lifo()).collect();
         let workers: Box<[WorkerShared]> = deques
             .iter()
@@ -160,7 +176,8 @@ impl Builder {
             stack_pool: Mutex::new(Vec::new()),
             task_pool: Mutex::new(Vec::new()),
             stack_size: self.stack_size,
-            ready_order: self.ready_order,
+            ready_order,
+            affinity,
             switch_cost_ns: self.switch_cost_ns,
             overflows: AtomicU64::new(0),
             stacks_mapped: AtomicU64::new(0),
@@ -392,6 +409,13 @@ impl Runtime {
     /// The topology the workers' steal order was derived from.
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// The order of the workers' ready structures in force: what [`Builder::ready_order`] asked
+    /// for, with [`ReadyOrder::Auto`] resolved to the affinity policy it picked (whose `Display`
+    /// says why, e.g. `VirtualTime (auto: no cache-miss counts)`).
+    pub fn ready_order(&self) -> ReadyOrder {
+        self.shared.ready_order
     }
 
     /// Usable bytes of each green thread's stack (guard page not included).

@@ -28,9 +28,12 @@ use corosensei::stack::DefaultStack;
 use corosensei::CoroutineResult;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
+use footprint_affinity::ready::ReadyHeap;
+use footprint_affinity::{AffinityPolicy, Policy, WorkerAffinity};
 use footprint_locks::Placement;
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
+use std::fmt;
 use std::ptr;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -112,102 +115,317 @@ impl RawJob {
 // SAFETY: the referenced job is Send (join requires it) and stays alive until it reports done.
 unsafe impl Send for StackJobRef {}
 
-/// How a worker orders the green threads it resumes (the ready structure).
+/// How a worker orders the green threads it resumes (the ready structure), chosen with
+/// [`Builder::ready_order`](crate::Builder::ready_order).
 ///
-/// The ready structure is shaped for a policy key: threads are pushed "woken" (a new
-/// resumption), "yielded" (behind everyone) or "next" (hand-off); an affinity policy that
-/// computes a key per thread plugs in here as a further variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// Threads reach a worker's ready structure when they are woken on that worker (or woken
+/// elsewhere and handed to its inbox), when a park finds its permit already there, and when they
+/// yield. [`ReadyOrder::Lifo`] and [`ReadyOrder::Fifo`] are a double-ended queue;
+/// [`ReadyOrder::Policy`] orders by an affinity policy's key (smaller first, first in first out
+/// on ties, `footprint_affinity::ready::ReadyHeap`).
+///
+/// ```
+/// use footprint_affinity::{AffinityPolicy, Policy, PolicyKind};
+/// use footprint_runtime::{ReadyOrder, Runtime};
+///
+/// let rt = Runtime::builder()
+///     .workers(1)
+///     .ready_order(ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)))
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.ready_order().policy().map(|p| p.kind()), Some(PolicyKind::VirtualTime));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
 #[non_exhaustive]
 pub enum ReadyOrder {
-    /// Most recently woken first (cache-warm first; VirtualTime-like). The default.
+    /// Most recently woken first (cache-warm first; VirtualTime-like); a yielding thread goes
+    /// behind every ready one. The default, and the fastest.
     #[default]
     Lifo,
     /// Oldest woken first (fair).
     Fifo,
+    /// By an affinity policy (`footprint_affinity`, 004 Table 3.3). Each worker keeps a
+    /// `WorkerAffinity` and each green thread a `ThreadAffinity`; when a thread stops (yields or
+    /// parks) on a worker the runtime calls `policy.on_stop(thread, None, worker)` (no cache-miss
+    /// counts: the runtime has no per-run PMU sample, so the miss-based policies order like
+    /// `VirtualTime`), and when it becomes ready for a worker it is pushed with
+    /// `policy.key(thread, worker)`, computed for the worker that will run it: by the waker when
+    /// that is the same worker, otherwise by the target worker when it takes the thread from its
+    /// inbox. Smaller keys run first, FIFO on ties.
+    ///
+    /// A *yielding* thread is recorded (`on_stop`) but queued with the largest key, behind every
+    /// thread ready at that moment: every policy ranks the thread that just stopped first (it is
+    /// the most recent, the last enqueued, the one with an intact footprint), which would turn
+    /// [`yield_now`] into a no-op and let a yield-spin loop starve the thread it waits for.
+    Policy(Policy),
+    /// [`ReadyOrder::Policy`] with `Policy::auto(cache-miss counts available)` (the PMU crate's
+    /// capability probe), resolved when the runtime is built:
+    /// [`Runtime::ready_order`](crate::Runtime::ready_order) reports the policy in force and its
+    /// `Display` says why it was picked.
+    Auto,
 }
 
-pub(crate) struct ReadyQueue {
-    order: ReadyOrder,
-    q: VecDeque<Job>,
+impl PartialEq for ReadyOrder {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ReadyOrder::Lifo, ReadyOrder::Lifo)
+            | (ReadyOrder::Fifo, ReadyOrder::Fifo)
+            | (ReadyOrder::Auto, ReadyOrder::Auto) => true,
+            (ReadyOrder::Policy(a), ReadyOrder::Policy(b)) => {
+                a.kind() == b.kind() && a.auto_reason() == b.auto_reason()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ReadyOrder {}
+
+impl fmt::Display for ReadyOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadyOrder::Lifo => f.write_str("LIFO"),
+            ReadyOrder::Fifo => f.write_str("FIFO"),
+            ReadyOrder::Policy(p) => write!(f, "affinity policy {p}"),
+            ReadyOrder::Auto => f.write_str("affinity policy auto (not resolved yet)"),
+        }
+    }
+}
+
+impl ReadyOrder {
+    /// The affinity policy, if this order is one ([`ReadyOrder::Auto`] only once resolved).
+    pub fn policy(&self) -> Option<Policy> {
+        match self {
+            ReadyOrder::Policy(p) => Some(*p),
+            _ => None,
+        }
+    }
+
+    /// `Auto` made concrete with the PMU crate's capability probe; other orders unchanged.
+    pub(crate) fn resolve(self) -> ReadyOrder {
+        match self {
+            ReadyOrder::Auto => ReadyOrder::Policy(Policy::auto(
+                footprint_pmu::Capabilities::get().cache_misses_available(),
+            )),
+            other => other,
+        }
+    }
+}
+
+/// The runtime-wide state of a [`ReadyOrder::Policy`]: the policy and one `WorkerAffinity` per
+/// worker (all on one ledger of the last-level caches).
+pub(crate) struct RuntimeAffinity {
+    pub(crate) policy: Policy,
+    pub(crate) workers: Box<[Arc<WorkerAffinity>]>,
+}
+
+/// A worker's ready structure (owner-only). The two queue orders are plain deques, so the
+/// default path pays one enum match and no key; the heap lives only in the policy variant.
+pub(crate) enum ReadyQueue {
+    Lifo(VecDeque<Job>),
+    Fifo(VecDeque<Job>),
+    Policy(Box<PolicyReady>),
+}
+
+/// The policy variant: a heap by key, plus one slot for a thread the priority-class hook made
+/// next.
+pub(crate) struct PolicyReady {
+    heap: ReadyHeap<Job>,
+    next: Option<(u64, Job)>,
+    policy: Policy,
+    worker: Arc<WorkerAffinity>,
+}
+
+impl PolicyReady {
+    /// The key of `j` for this worker. A `join` half has no history: largest key.
+    #[inline]
+    fn key(&self, j: &Job) -> u64 {
+        match j {
+            // SAFETY: a thread being pushed on a ready structure is not running; its last stop
+            // wrote `affinity` before the hand-over to the pusher (park CAS, or the inbox
+            // mutex), and nobody writes it until the thread runs again.
+            Job::Task(t) => self.policy.key(unsafe { &*t.affinity.get() }, &self.worker),
+            Job::Stack(_) => u64::MAX,
+        }
+    }
+
+    /// Records that `t` stopped on this worker.
+    ///
+    /// # Safety
+    /// The caller holds `t`'s run reference (it just ran on this worker).
+    #[inline]
+    unsafe fn on_stop(&self, t: &Task) {
+        // SAFETY: per the contract the affinity record is ours to write.
+        self.policy
+            .on_stop(unsafe { &mut *t.affinity.get() }, None, &self.worker);
+    }
+
+    #[inline]
+    fn push_keyed(&mut self, j: Job) {
+        let k = self.key(&j);
+        self.heap.push(k, j);
+    }
 }
 
 impl ReadyQueue {
-    fn new(order: ReadyOrder) -> ReadyQueue {
-        ReadyQueue {
-            order,
-            q: VecDeque::with_capacity(64),
+    fn new(order: ReadyOrder, affinity: Option<(Policy, Arc<WorkerAffinity>)>) -> ReadyQueue {
+        let q = || VecDeque::with_capacity(64);
+        match (order, affinity) {
+            (ReadyOrder::Fifo, _) => ReadyQueue::Fifo(q()),
+            (ReadyOrder::Policy(_), Some((policy, worker))) => {
+                ReadyQueue::Policy(Box::new(PolicyReady {
+                    heap: ReadyHeap::with_capacity(64),
+                    next: None,
+                    policy,
+                    worker,
+                }))
+            }
+            _ => ReadyQueue::Lifo(q()),
         }
     }
+    /// A thread woken for this worker (or whose park found its permit).
     #[inline]
     fn push_woken(&mut self, j: Job) {
-        self.q.push_back(j)
+        match self {
+            ReadyQueue::Lifo(q) | ReadyQueue::Fifo(q) => q.push_back(j),
+            ReadyQueue::Policy(p) => p.push_keyed(j),
+        }
     }
+    /// A thread that yielded on this worker: behind every ready thread.
+    ///
+    /// # Safety
+    /// The caller holds `t`'s run reference (it just yielded on this worker).
     #[inline]
-    fn push_yielded(&mut self, j: Job) {
-        match self.order {
-            ReadyOrder::Lifo => self.q.push_front(j),
-            ReadyOrder::Fifo => self.q.push_back(j),
+    unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+        match self {
+            ReadyQueue::Lifo(q) => q.push_front(Job::Task(t)),
+            ReadyQueue::Fifo(q) => q.push_back(Job::Task(t)),
+            ReadyQueue::Policy(p) => {
+                // SAFETY: per the contract.
+                unsafe { p.on_stop(&t) };
+                p.heap.push(u64::MAX, Job::Task(t));
+            }
+        }
+    }
+    /// A thread that parks on this worker (before its park state is published).
+    ///
+    /// # Safety
+    /// The caller holds `t`'s run reference.
+    #[inline]
+    unsafe fn on_park(&self, t: &Task) {
+        if let ReadyQueue::Policy(p) = self {
+            // SAFETY: per the contract.
+            unsafe { p.on_stop(t) }
         }
     }
     #[inline]
     fn pop(&mut self) -> Option<Job> {
-        match self.order {
-            ReadyOrder::Lifo => self.q.pop_back(),
-            ReadyOrder::Fifo => self.q.pop_front(),
+        match self {
+            ReadyQueue::Lifo(q) => q.pop_back(),
+            ReadyQueue::Fifo(q) => q.pop_front(),
+            ReadyQueue::Policy(p) => match p.next.take() {
+                Some((_, j)) => Some(j),
+                None => p.heap.pop().map(|(_, j)| j),
+            },
         }
     }
-    /// Moves the job at `i` to the position popped next.
-    fn promote(&mut self, i: usize) {
-        if let Some(j) = self.q.remove(i) {
-            match self.order {
-                ReadyOrder::Lifo => self.q.push_back(j),
-                ReadyOrder::Fifo => self.q.push_front(j),
+    /// Makes the first of the next `scan` jobs to be popped that satisfies `pred` the next to
+    /// run; returns whether one did. (Policy order: the whole heap is searched, in key order.)
+    fn promote_first(&mut self, scan: usize, pred: impl Fn(&Job) -> bool) -> bool {
+        let i = match self {
+            ReadyQueue::Policy(p) => {
+                if p.next.as_ref().is_some_and(|(_, j)| pred(j)) {
+                    return true;
+                }
+                let Some(found) = p.heap.take_first(&pred) else {
+                    return false;
+                };
+                if let Some((k, old)) = p.next.replace(found) {
+                    p.heap.push(k, old);
+                }
+                return true;
             }
+            _ => match self.find_recent(scan, &pred) {
+                Some(i) => i,
+                None => return false,
+            },
+        };
+        match self {
+            ReadyQueue::Lifo(q) => {
+                if let Some(j) = q.remove(i) {
+                    q.push_back(j)
+                }
+            }
+            ReadyQueue::Fifo(q) => {
+                if let Some(j) = q.remove(i) {
+                    q.push_front(j)
+                }
+            }
+            ReadyQueue::Policy(_) => {}
         }
+        true
     }
     /// Removes up to `n` jobs from the end popped last (the coldest).
     fn take_cold(&mut self, n: usize) -> Vec<Job> {
         let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let j = match self.order {
-                ReadyOrder::Lifo => self.q.pop_front(),
-                ReadyOrder::Fifo => self.q.pop_back(),
-            };
-            match j {
-                Some(j) => out.push(j),
-                None => break,
+        match self {
+            ReadyQueue::Lifo(q) => out.extend((0..n).map_while(|_| q.pop_front())),
+            ReadyQueue::Fifo(q) => out.extend((0..n).map_while(|_| q.pop_back())),
+            ReadyQueue::Policy(p) => {
+                let mut all = Vec::with_capacity(p.heap.len());
+                while let Some(e) = p.heap.pop() {
+                    all.push(e);
+                }
+                let cold = all.split_off(all.len().saturating_sub(n));
+                // Re-pushed in pop order with their keys: the relative order is unchanged.
+                for (k, j) in all {
+                    p.heap.push(k, j);
+                }
+                out.extend(cold.into_iter().map(|(_, j)| j));
             }
         }
         out
     }
     #[inline]
     fn len(&self) -> usize {
-        self.q.len()
+        match self {
+            ReadyQueue::Lifo(q) | ReadyQueue::Fifo(q) => q.len(),
+            ReadyQueue::Policy(p) => p.heap.len() + usize::from(p.next.is_some()),
+        }
     }
-    /// The index of the first of the next `scan` jobs to be popped that satisfies `pred`.
+    /// The index of the first of the next `scan` jobs to be popped that satisfies `pred`
+    /// (queue orders), or `Some(0)` if any of the first `scan` entries does (policy order, where
+    /// indices mean nothing: use [`ReadyQueue::promote_first`]).
     pub(crate) fn find_recent(&self, scan: usize, pred: impl Fn(&Job) -> bool) -> Option<usize> {
-        let n = self.q.len();
-        let k = scan.min(n);
-        match self.order {
-            ReadyOrder::Lifo => (0..k).map(|i| n - 1 - i).find(|&i| pred(&self.q[i])),
-            ReadyOrder::Fifo => (0..k).find(|&i| pred(&self.q[i])),
+        match self {
+            ReadyQueue::Lifo(q) => {
+                let n = q.len();
+                (0..scan.min(n)).map(|i| n - 1 - i).find(|&i| pred(&q[i]))
+            }
+            ReadyQueue::Fifo(q) => (0..scan.min(q.len())).find(|&i| pred(&q[i])),
+            ReadyQueue::Policy(p) => p
+                .next
+                .iter()
+                .map(|(_, j)| j)
+                .chain(p.heap.iter().map(|(_, j)| j))
+                .take(scan)
+                .any(pred)
+                .then_some(0),
         }
     }
 }
 
-/// Makes the ready job at `i` of the calling worker the next to run.
-pub(crate) fn promote_ready(i: usize) {
+/// Makes the first of the calling worker's next `scan` ready jobs that satisfies `pred` the next
+/// to run; returns whether one did.
+pub(crate) fn promote_ready(scan: usize, pred: impl Fn(&Job) -> bool) -> bool {
     let c = ctx_ptr();
     if c.is_null() {
-        return;
+        return false;
     }
     // SAFETY: owner-only ready structure of the calling worker; no other borrow is live.
     unsafe {
         let w = (*c).worker;
-        if !w.is_null() {
-            (*(*w).ready.get()).promote(i);
-        }
+        !w.is_null() && (*(*w).ready.get()).promote_first(scan, pred)
     }
 }
 
@@ -291,7 +509,10 @@ pub(crate) struct Shared {
     pub(crate) stack_pool: Mutex<Vec<DefaultStack>>,
     pub(crate) task_pool: Mutex<Vec<Arc<Task>>>,
     pub(crate) stack_size: usize,
+    /// The order in force (never `Auto`: resolved at build).
     pub(crate) ready_order: ReadyOrder,
+    /// Present exactly when `ready_order` is a policy.
+    pub(crate) affinity: Option<RuntimeAffinity>,
     pub(crate) switch_cost_ns: u64,
     /// Stack overflows caught and turned into errors.
     pub(crate) overflows: AtomicU64,
@@ -810,7 +1031,13 @@ impl WorkerLocal {
             index,
             shared: Arc::as_ptr(shared),
             deque,
-            ready: UnsafeCell::new(ReadyQueue::new(shared.ready_order)),
+            ready: UnsafeCell::new(ReadyQueue::new(
+                shared.ready_order,
+                shared
+                    .affinity
+                    .as_ref()
+                    .map(|a| (a.policy, a.workers[index].clone())),
+            )),
             stacks: UnsafeCell::new(Vec::new()),
             tasks: UnsafeCell::new(Vec::new()),
             ctx: ThreadCtx {
@@ -927,6 +1154,11 @@ impl WorkerLocal {
     fn next_local(&self) -> Option<Job> {
         let shared = self.shared();
         let me = &shared.workers[self.index];
+        if let ReadyQueue::Policy(p) = self.ready() {
+            if me.inbox_len.load(Ordering::Acquire) != 0 {
+                self.absorb_inbox(p);
+            }
+        }
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick.is_multiple_of(FAIR_TICK) {
@@ -961,7 +1193,30 @@ impl WorkerLocal {
         self.deque.pop().map(RawJob::into_job)
     }
 
-    /// Offers half of the ready threads to idle workers through the inbox.
+    /// Policy order: moves the resumptions (threads that ran before) from this worker's inbox to
+    /// its ready heap, keyed for this worker, so that threads woken from elsewhere are ordered
+    /// with the local ones. New threads and `join` halves stay in the inbox for this worker or a
+    /// thief.
+    #[cold]
+    fn absorb_inbox(&self, p: &mut PolicyReady) {
+        let me = &self.shared().workers[self.index];
+        let mut q = me.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stay = VecDeque::new();
+        for j in q.drain(..) {
+            match j {
+                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => {
+                    p.push_keyed(Job::Task(t))
+                }
+                other => stay.push_back(other),
+            }
+        }
+        *q = stay;
+        me.inbox_len.store(q.len(), Ordering::Release);
+    }
+
+    /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
+    /// policy order (whose worker takes its inbox's resumptions back into its heap) through the
+    /// injector.
     #[cold]
     fn spill(&self) {
         let ready = self.ready();
@@ -969,9 +1224,19 @@ impl WorkerLocal {
         if k == 0 {
             return;
         }
+        let policy = matches!(ready, ReadyQueue::Policy(_));
         let cold = ready.take_cold(k);
         let shared = self.shared();
-        shared.workers[self.index].push_inbox_many(cold);
+        if policy {
+            for j in cold {
+                shared.injector.push(match j {
+                    Job::Task(t) => RawJob::task(t),
+                    Job::Stack(r) => RawJob::stack(r),
+                });
+            }
+        } else {
+            shared.workers[self.index].push_inbox_many(cold);
+        }
         shared.notify_one(self.index);
     }
 
@@ -1141,7 +1406,7 @@ impl WorkerLocal {
             self.ctx.current.set(ptr::null());
             match r {
                 CoroutineResult::Yield(Reason::Yield) => {
-                    self.ready().push_yielded(Job::Task(task));
+                    self.ready().push_yielded(task);
                     self.yielded.set(true);
                 }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
@@ -1170,6 +1435,9 @@ impl WorkerLocal {
     }
 
     fn finish_park(&self, task: Arc<Task>) {
+        // SAFETY: we hold the run reference (it just parked here); the record is written before
+        // the park state publishes the thread to unparkers.
+        unsafe { self.ready().on_park(&task) };
         let raw = Arc::into_raw(task);
         // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
         // leaked until an unparker takes it back.

@@ -10,6 +10,7 @@
 
 use crate::sched::{self, Shared};
 use corosensei::{Coroutine, Yielder};
+use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -283,6 +284,12 @@ pub(crate) struct Task {
     /// overflow cannot be recovered (abandoning the stack would leave dangling references), so
     /// the overflow handler reports and aborts instead.
     pub(crate) nested: std::cell::Cell<u32>,
+    /// The affinity policy's record of this thread (last worker, virtual-time stamp, miss
+    /// history, footprint). Touched only when the runtime orders its ready threads by a
+    /// [`ReadyOrder::Policy`](crate::ReadyOrder::Policy): written at every stop by the worker
+    /// holding the run reference, read for the ready key by whoever pushes it on a ready
+    /// structure (after the park/unpark or inbox hand-over, which orders the accesses).
+    pub(crate) affinity: UnsafeCell<ThreadAffinity>,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -317,6 +324,7 @@ impl Task {
             trap: UnsafeCell::new(None),
             stack_limit: UnsafeCell::new(0),
             nested: std::cell::Cell::new(0),
+            affinity: UnsafeCell::new(ThreadAffinity::new()),
         }
     }
 
@@ -357,6 +365,7 @@ impl Task {
             *self.name.get() = name;
             *self.stack_size.get() = stack_size;
             *self.panicked.get() = false;
+            *self.affinity.get() = ThreadAffinity::new();
             let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));
