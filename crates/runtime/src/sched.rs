@@ -1508,3 +1508,72 @@ pub(crate) fn describe(t: &Task) -> String {
         None => "<unnamed>".to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use footprint_affinity::{Ledger, PolicyKind, Topology};
+
+    fn policy_queue(kind: PolicyKind) -> ReadyQueue {
+        let ledger = Arc::new(Ledger::for_last_level(&Topology::detect()));
+        let worker = Arc::new(WorkerAffinity::new(0, None, ledger));
+        ReadyQueue::new(
+            ReadyOrder::Policy(Policy::new(kind)),
+            Some((Policy::new(kind), worker)),
+        )
+    }
+
+    fn id_of(j: &Job, tasks: &[Arc<Task>]) -> usize {
+        match j {
+            Job::Task(t) => tasks.iter().position(|x| Arc::ptr_eq(x, t)).unwrap(),
+            Job::Stack(_) => unreachable!("only tasks pushed"),
+        }
+    }
+
+    /// Spill takes the largest keys, the rest keep their order (FIFO on ties); the hook's
+    /// promotion runs the chosen thread next; `len` counts the "next" slot.
+    #[test]
+    fn policy_queue_take_cold_and_promote() {
+        let mut q = policy_queue(PolicyKind::VirtualTime);
+        let keys = [5u64, 1, 9, 1, 7, 3];
+        let tasks: Vec<Arc<Task>> = keys.iter().map(|_| Arc::new(Task::new())).collect();
+        let ReadyQueue::Policy(p) = &mut q else {
+            panic!("policy variant")
+        };
+        for (k, t) in keys.iter().zip(&tasks) {
+            p.heap.push(*k, Job::Task(t.clone()));
+        }
+        assert_eq!(q.len(), 6);
+        let cold: Vec<usize> = q.take_cold(2).iter().map(|j| id_of(j, &tasks)).collect();
+        assert_eq!(cold, vec![4, 2]); // keys 7 and 9
+        assert!(q.promote_first(32, |j| id_of(j, &tasks) == 0));
+        assert_eq!(q.len(), 4);
+        assert_eq!(q.find_recent(32, |j| id_of(j, &tasks) == 0), Some(0));
+        assert_eq!(q.find_recent(32, |j| id_of(j, &tasks) == 2), None);
+        let rest: Vec<usize> = std::iter::from_fn(|| q.pop())
+            .map(|j| id_of(&j, &tasks))
+            .collect();
+        assert_eq!(rest, vec![0, 1, 3, 5]); // promoted, then keys 1, 1 (FIFO), 3
+        assert!(!q.promote_first(32, |_| true));
+    }
+
+    /// A woken thread's key comes from its record: under VirtualTime the one that stopped on
+    /// this worker most recently pops first; a yielded one goes behind both.
+    #[test]
+    fn policy_queue_keys_from_the_thread_record() {
+        let mut q = policy_queue(PolicyKind::VirtualTime);
+        let tasks: Vec<Arc<Task>> = (0..3).map(|_| Arc::new(Task::new())).collect();
+        // SAFETY: the tasks are not running; this test is their only user.
+        unsafe {
+            q.on_park(&tasks[0]);
+            q.on_park(&tasks[1]);
+            q.push_yielded(tasks[2].clone());
+        }
+        q.push_woken(Job::Task(tasks[0].clone()));
+        q.push_woken(Job::Task(tasks[1].clone()));
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop())
+            .map(|j| id_of(&j, &tasks))
+            .collect();
+        assert_eq!(order, vec![1, 0, 2]);
+    }
+}

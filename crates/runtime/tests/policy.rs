@@ -322,3 +322,46 @@ fn fib_and_skynet_are_correct_under_every_order() {
         });
     }
 }
+
+/// Every policy ranks the thread that just stopped first; a yield must still let the other ready
+/// threads run (it queues behind them), or a thread that wakes a partner on its own worker and
+/// then yield-spins for its answer would run forever instead of the partner.
+#[test]
+fn yield_lets_the_other_ready_threads_run_under_every_policy() {
+    for kind in PolicyKind::ALL {
+        with_watchdog(30, kind.name(), move || {
+            let rt = runtime(1, policy(kind));
+            rt.block_on(|| {
+                let partner_waiting = Arc::new(Mutex::new(None::<Unparker>));
+                let released = Arc::new(AtomicBool::new(false));
+                let answered = Arc::new(AtomicBool::new(false));
+                let (w, r, a) = (partner_waiting.clone(), released.clone(), answered.clone());
+                let partner = spawn(move || {
+                    *w.lock().unwrap() = Some(current_unparker());
+                    while !r.load(Ordering::Acquire) {
+                        park();
+                    }
+                    a.store(true, Ordering::Release);
+                });
+                // The partner (new, on the start deque) runs at our first yield and parks.
+                let unparker = loop {
+                    if let Some(u) = partner_waiting.lock().unwrap().take() {
+                        break u;
+                    }
+                    yield_now();
+                };
+                // Wake it: it is pushed on this worker's ready heap with its key. Then wait for
+                // its answer by yielding: each yield stops us more recently than its park.
+                released.store(true, Ordering::Release);
+                unparker.unpark(Placement::Anywhere);
+                let mut yields = 0u64;
+                while !answered.load(Ordering::Acquire) {
+                    yield_now();
+                    yields += 1;
+                }
+                assert!(yields > 0, "{kind}: the answer came without a yield");
+                partner.join().unwrap();
+            });
+        });
+    }
+}
