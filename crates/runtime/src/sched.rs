@@ -1245,6 +1245,15 @@ impl WorkerLocal {
     fn steal(&self) -> Option<Job> {
         let shared = self.shared();
         let me = &shared.workers[self.index];
+        if let ReadyQueue::Policy(p) = self.ready() {
+            // Resumptions that arrived since `next_local` looked: keyed, like there.
+            if me.inbox_len.load(Ordering::Acquire) != 0 {
+                self.absorb_inbox(p);
+                if let Some(j) = self.ready().pop() {
+                    return Some(j);
+                }
+            }
+        }
         if let Some(j) = me.pop_inbox() {
             return Some(j);
         }
