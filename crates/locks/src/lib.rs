@@ -56,6 +56,7 @@ pub mod barrier;
 mod condvar;
 pub mod hook;
 pub mod os;
+pub mod placement;
 pub mod raw;
 pub mod stats;
 mod sync;

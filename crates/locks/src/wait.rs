@@ -236,9 +236,7 @@ impl WaitQueue {
             }
             let more = !self.head.load(Ordering::Relaxed).is_null();
             self.unlock_list();
-            let placement = current_hook()
-                .worker_id()
-                .map_or(crate::Placement::Anywhere, crate::Placement::Worker);
+            let placement = crate::placement::wake_placement();
             for u in batch.iter().take(n).flatten() {
                 u.unpark(placement);
             }
