@@ -3,31 +3,44 @@
 //! --measurement-time 3`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use footprint_runtime::{join, spawn, yield_now, Runtime};
+use footprint_affinity::{Policy, PolicyKind};
+use footprint_runtime::{join, spawn, yield_now, ReadyOrder, Runtime};
 use std::time::{Duration, Instant};
+
+/// Two green threads on one worker yielding to each other; the time per yield.
+fn yield_pair_on(rt: &Runtime, iters: u64) -> Duration {
+    rt.block_on(|| {
+        let half = iters / 2 + 1;
+        let partner = spawn(move || {
+            for _ in 0..half {
+                yield_now();
+            }
+        });
+        yield_now(); // start the partner
+        let t0 = Instant::now();
+        for _ in 0..half {
+            yield_now();
+        }
+        let el = t0.elapsed();
+        partner.join().unwrap();
+        el
+    })
+}
 
 fn yield_pair(c: &mut Criterion) {
     let rt = Runtime::builder().workers(1).build().unwrap();
+    let vt = Runtime::builder()
+        .workers(1)
+        .ready_order(ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)))
+        .build()
+        .unwrap();
     let mut g = c.benchmark_group("yield");
     g.bench_function("footprint_two_green_threads_one_worker", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(|| {
-                let half = iters / 2 + 1;
-                let partner = spawn(move || {
-                    for _ in 0..half {
-                        yield_now();
-                    }
-                });
-                yield_now(); // start the partner
-                let t0 = Instant::now();
-                for _ in 0..half {
-                    yield_now();
-                }
-                let el = t0.elapsed();
-                partner.join().unwrap();
-                el
-            })
-        })
+        b.iter_custom(|iters| yield_pair_on(&rt, iters))
+    });
+    // The same with the opt-in affinity order (on_stop and a heap push per yield).
+    g.bench_function("footprint_two_green_threads_one_worker_virtual_time", |b| {
+        b.iter_custom(|iters| yield_pair_on(&vt, iters))
     });
     g.bench_function("corosensei_raw_switch_pair", |b| {
         b.iter_custom(|iters| {

@@ -234,16 +234,48 @@ pub(crate) struct PolicyReady {
     next: Option<(u64, Job)>,
     policy: Policy,
     worker: Arc<WorkerAffinity>,
+    /// The owning worker's shared part (its inbox), in the runtime's `Shared`, which outlives
+    /// the worker loop that owns this structure.
+    inbox: *const WorkerShared,
 }
 
 impl PolicyReady {
+    /// Pops the best thread, after moving what the inbox holds into the heap: threads woken
+    /// from other workers or OS threads are keyed for this worker (the one that will run them)
+    /// and ordered with the local ones.
+    #[inline]
+    fn pop(&mut self) -> Option<Job> {
+        // SAFETY: see the field.
+        if unsafe { &*self.inbox }.inbox_len.load(Ordering::Acquire) != 0 {
+            self.absorb_inbox();
+        }
+        match self.next.take() {
+            Some((_, j)) => Some(j),
+            None => self.heap.pop().map(|(_, j)| j),
+        }
+    }
+
+    /// Moves everything in the inbox into the heap. (New threads and `join` halves too: they
+    /// get the largest key, and reach idle workers through `spill` like every ready thread.)
+    #[cold]
+    fn absorb_inbox(&mut self) {
+        // SAFETY: see the field.
+        let me = unsafe { &*self.inbox };
+        let mut q = me.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        for j in q.drain(..) {
+            self.push_keyed(j);
+        }
+        me.inbox_len.store(0, Ordering::Release);
+    }
+
     /// The key of `j` for this worker. A `join` half has no history: largest key.
     #[inline]
     fn key(&self, j: &Job) -> u64 {
         match j {
-            // SAFETY: a thread being pushed on a ready structure is not running; its last stop
-            // wrote `affinity` before the hand-over to the pusher (park CAS, or the inbox
-            // mutex), and nobody writes it until the thread runs again.
+            // SAFETY: a thread being pushed on a ready structure is not running on a worker;
+            // its last stop (or its `init`, for a new one) wrote `affinity` before the hand-over
+            // to the pusher (park CAS, queue push, inbox mutex), and nobody writes it until it
+            // runs again on a worker (a joiner running a new thread inline never touches it).
             Job::Task(t) => self.policy.key(unsafe { &*t.affinity.get() }, &self.worker),
             Job::Stack(_) => u64::MAX,
         }
@@ -268,7 +300,12 @@ impl PolicyReady {
 }
 
 impl ReadyQueue {
-    fn new(order: ReadyOrder, affinity: Option<(Policy, Arc<WorkerAffinity>)>) -> ReadyQueue {
+    /// `inbox`: the owning worker's shared part (read only with a policy order).
+    fn new(
+        order: ReadyOrder,
+        affinity: Option<(Policy, Arc<WorkerAffinity>)>,
+        inbox: *const WorkerShared,
+    ) -> ReadyQueue {
         let q = || VecDeque::with_capacity(64);
         match (order, affinity) {
             (ReadyOrder::Fifo, _) => ReadyQueue::Fifo(q()),
@@ -278,6 +315,7 @@ impl ReadyQueue {
                     next: None,
                     policy,
                     worker,
+                    inbox,
                 }))
             }
             _ => ReadyQueue::Lifo(q()),
@@ -323,10 +361,7 @@ impl ReadyQueue {
         match self {
             ReadyQueue::Lifo(q) => q.pop_back(),
             ReadyQueue::Fifo(q) => q.pop_front(),
-            ReadyQueue::Policy(p) => match p.next.take() {
-                Some((_, j)) => Some(j),
-                None => p.heap.pop().map(|(_, j)| j),
-            },
+            ReadyQueue::Policy(p) => p.pop(),
         }
     }
     /// Makes the first of the next `scan` jobs to be popped that satisfies `pred` the next to
@@ -1037,6 +1072,7 @@ impl WorkerLocal {
                     .affinity
                     .as_ref()
                     .map(|a| (a.policy, a.workers[index].clone())),
+                &shared.workers[index],
             )),
             stacks: UnsafeCell::new(Vec::new()),
             tasks: UnsafeCell::new(Vec::new()),
@@ -1154,15 +1190,10 @@ impl WorkerLocal {
     fn next_local(&self) -> Option<Job> {
         let shared = self.shared();
         let me = &shared.workers[self.index];
-        if let ReadyQueue::Policy(p) = self.ready() {
-            if me.inbox_len.load(Ordering::Acquire) != 0 {
-                self.absorb_inbox(p);
-            }
-        }
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick.is_multiple_of(FAIR_TICK) {
-            if let Some(j) = me.pop_inbox() {
+            if let Some(j) = self.pop_own_inbox(me) {
                 return Some(j);
             }
             if let Steal::Success(j) = shared.injector.steal() {
@@ -1173,7 +1204,7 @@ impl WorkerLocal {
             }
         }
         if self.yielded.replace(false) {
-            if let Some(j) = me.pop_inbox() {
+            if let Some(j) = self.pop_own_inbox(me) {
                 return Some(j);
             }
             if let Some(j) = self.deque.pop() {
@@ -1187,31 +1218,24 @@ impl WorkerLocal {
             }
             return Some(j);
         }
-        if let Some(j) = me.pop_inbox() {
+        if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
         self.deque.pop().map(RawJob::into_job)
     }
 
-    /// Policy order: moves the resumptions (threads that ran before) from this worker's inbox to
-    /// its ready heap, keyed for this worker, so that threads woken from elsewhere are ordered
-    /// with the local ones. New threads and `join` halves stay in the inbox for this worker or a
-    /// thief.
-    #[cold]
-    fn absorb_inbox(&self, p: &mut PolicyReady) {
-        let me = &self.shared().workers[self.index];
-        let mut q = me.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        let mut stay = VecDeque::new();
-        for j in q.drain(..) {
-            match j {
-                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => {
-                    p.push_keyed(Job::Task(t))
-                }
-                other => stay.push_back(other),
-            }
+    /// The next job from this worker's own inbox. With a policy order the inbox is first moved
+    /// into the ready heap (keyed for this worker) and the heap's best runs. The emptiness check
+    /// comes first, so the default orders pay nothing more than before.
+    #[inline]
+    fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
+        if me.inbox_len.load(Ordering::Acquire) == 0 {
+            return None;
         }
-        *q = stay;
-        me.inbox_len.store(q.len(), Ordering::Release);
+        match self.ready() {
+            ReadyQueue::Policy(p) => p.pop(),
+            _ => me.pop_inbox(),
+        }
     }
 
     /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
@@ -1245,16 +1269,7 @@ impl WorkerLocal {
     fn steal(&self) -> Option<Job> {
         let shared = self.shared();
         let me = &shared.workers[self.index];
-        if let ReadyQueue::Policy(p) = self.ready() {
-            // Resumptions that arrived since `next_local` looked: keyed, like there.
-            if me.inbox_len.load(Ordering::Acquire) != 0 {
-                self.absorb_inbox(p);
-                if let Some(j) = self.ready().pop() {
-                    return Some(j);
-                }
-            }
-        }
-        if let Some(j) = me.pop_inbox() {
+        if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
         for tier in &me.steal_tiers {
@@ -1523,13 +1538,21 @@ mod tests {
     use super::*;
     use footprint_affinity::{Ledger, PolicyKind, Topology};
 
-    fn policy_queue(kind: PolicyKind) -> ReadyQueue {
+    /// A policy-ordered ready structure and the worker part holding its inbox.
+    fn policy_queue(kind: PolicyKind) -> (ReadyQueue, Box<WorkerShared>) {
         let ledger = Arc::new(Ledger::for_last_level(&Topology::detect()));
         let worker = Arc::new(WorkerAffinity::new(0, None, ledger));
-        ReadyQueue::new(
+        let me = Box::new(WorkerShared::new(
+            Deque::<RawJob>::new_lifo().stealer(),
+            None,
+            Vec::new(),
+        ));
+        let q = ReadyQueue::new(
             ReadyOrder::Policy(Policy::new(kind)),
             Some((Policy::new(kind), worker)),
-        )
+            &*me,
+        );
+        (q, me)
     }
 
     fn id_of(j: &Job, tasks: &[Arc<Task>]) -> usize {
@@ -1543,7 +1566,7 @@ mod tests {
     /// promotion runs the chosen thread next; `len` counts the "next" slot.
     #[test]
     fn policy_queue_take_cold_and_promote() {
-        let mut q = policy_queue(PolicyKind::VirtualTime);
+        let (mut q, _me) = policy_queue(PolicyKind::VirtualTime);
         let keys = [5u64, 1, 9, 1, 7, 3];
         let tasks: Vec<Arc<Task>> = keys.iter().map(|_| Arc::new(Task::new())).collect();
         let ReadyQueue::Policy(p) = &mut q else {
@@ -1566,23 +1589,29 @@ mod tests {
         assert!(!q.promote_first(32, |_| true));
     }
 
-    /// A woken thread's key comes from its record: under VirtualTime the one that stopped on
-    /// this worker most recently pops first; a yielded one goes behind both.
+    /// A woken thread's key comes from its record: under VirtualTime the one that parked on this
+    /// worker most recently pops first, whether woken locally or through the inbox; a yielded
+    /// one goes behind them all.
     #[test]
     fn policy_queue_keys_from_the_thread_record() {
-        let mut q = policy_queue(PolicyKind::VirtualTime);
-        let tasks: Vec<Arc<Task>> = (0..3).map(|_| Arc::new(Task::new())).collect();
+        let (mut q, me) = policy_queue(PolicyKind::VirtualTime);
+        let tasks: Vec<Arc<Task>> = (0..5).map(|_| Arc::new(Task::new())).collect();
         // SAFETY: the tasks are not running; this test is their only user.
         unsafe {
-            q.on_park(&tasks[0]);
-            q.on_park(&tasks[1]);
-            q.push_yielded(tasks[2].clone());
+            for t in &tasks[..4] {
+                q.on_park(t);
+            }
+            q.push_yielded(tasks[4].clone());
         }
         q.push_woken(Job::Task(tasks[0].clone()));
         q.push_woken(Job::Task(tasks[1].clone()));
+        // Woken elsewhere: through the inbox, keyed when the owner next pops.
+        me.push_inbox(Job::Task(tasks[2].clone()));
+        me.push_inbox(Job::Task(tasks[3].clone()));
         let order: Vec<usize> = std::iter::from_fn(|| q.pop())
             .map(|j| id_of(&j, &tasks))
             .collect();
-        assert_eq!(order, vec![1, 0, 2]);
+        assert_eq!(order, vec![3, 2, 1, 0, 4]);
+        assert_eq!(me.inbox_len.load(Ordering::Relaxed), 0);
     }
 }
