@@ -243,7 +243,9 @@ impl PolicyReady {
     /// Pops the best thread, after moving what the inbox holds into the heap: threads woken
     /// from other workers or OS threads are keyed for this worker (the one that will run them)
     /// and ordered with the local ones.
-    #[inline]
+    // Out of line (as are the other entry points below): the default orders' code around the
+    // ready structure stays as small as before.
+    #[inline(never)]
     fn pop(&mut self) -> Option<Job> {
         // SAFETY: see the field.
         if unsafe { &*self.inbox }.inbox_len.load(Ordering::Acquire) != 0 {
@@ -276,7 +278,7 @@ impl PolicyReady {
             // its last stop (or its `init`, for a new one) wrote `affinity` before the hand-over
             // to the pusher (park CAS, queue push, inbox mutex), and nobody writes it until it
             // runs again on a worker (a joiner running a new thread inline never touches it).
-            Job::Task(t) => self.policy.key(unsafe { &*t.affinity.get() }, &self.worker),
+            Job::Task(t) => self.policy.key(unsafe { t.affinity() }, &self.worker),
             Job::Stack(_) => u64::MAX,
         }
     }
@@ -285,14 +287,25 @@ impl PolicyReady {
     ///
     /// # Safety
     /// The caller holds `t`'s run reference (it just ran on this worker).
-    #[inline]
+    #[inline(never)]
     unsafe fn on_stop(&self, t: &Task) {
         // SAFETY: per the contract the affinity record is ours to write.
         self.policy
-            .on_stop(unsafe { &mut *t.affinity.get() }, None, &self.worker);
+            .on_stop(unsafe { t.affinity_mut() }, None, &self.worker);
     }
 
-    #[inline]
+    /// A thread that yielded here: recorded, then behind every ready thread.
+    ///
+    /// # Safety
+    /// As for [`PolicyReady::on_stop`].
+    #[inline(never)]
+    unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+        // SAFETY: per the contract.
+        unsafe { self.on_stop(&t) };
+        self.heap.push(u64::MAX, Job::Task(t));
+    }
+
+    #[inline(never)]
     fn push_keyed(&mut self, j: Job) {
         let k = self.key(&j);
         self.heap.push(k, j);
@@ -338,11 +351,8 @@ impl ReadyQueue {
         match self {
             ReadyQueue::Lifo(q) => q.push_front(Job::Task(t)),
             ReadyQueue::Fifo(q) => q.push_back(Job::Task(t)),
-            ReadyQueue::Policy(p) => {
-                // SAFETY: per the contract.
-                unsafe { p.on_stop(&t) };
-                p.heap.push(u64::MAX, Job::Task(t));
-            }
+            // SAFETY: per the contract.
+            ReadyQueue::Policy(p) => unsafe { p.push_yielded(t) },
         }
     }
     /// A thread that parks on this worker (before its park state is published).

@@ -289,7 +289,9 @@ pub(crate) struct Task {
     /// [`ReadyOrder::Policy`](crate::ReadyOrder::Policy): written at every stop by the worker
     /// holding the run reference, read for the ready key by whoever pushes it on a ready
     /// structure (after the park/unpark or inbox hand-over, which orders the accesses).
-    pub(crate) affinity: UnsafeCell<ThreadAffinity>,
+    /// Boxed on the first stop under a policy and kept with the pooled block, so the default
+    /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
+    pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -303,6 +305,28 @@ unsafe impl Sync for Task {}
 static EMPTY_VTABLE: JobVtable = VtableFor::<fn(), ()>::VTABLE;
 
 impl Task {
+    /// The affinity record (see the field).
+    ///
+    /// # Safety
+    /// No one writes the record meanwhile (see the field).
+    #[inline]
+    pub(crate) unsafe fn affinity(&self) -> &ThreadAffinity {
+        static NEVER_RAN: ThreadAffinity = ThreadAffinity::new();
+        // SAFETY: per the contract.
+        unsafe { (*self.affinity.get()).as_deref().unwrap_or(&NEVER_RAN) }
+    }
+
+    /// The affinity record for writing, boxed on first use.
+    ///
+    /// # Safety
+    /// The caller holds the run reference (see the field).
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn affinity_mut(&self) -> &mut ThreadAffinity {
+        // SAFETY: per the contract.
+        unsafe { (*self.affinity.get()).get_or_insert_with(|| Box::new(ThreadAffinity::new())) }
+    }
+
     pub(crate) fn new() -> Task {
         Task {
             life: AtomicU8::new(LIFE_NEW),
@@ -324,7 +348,7 @@ impl Task {
             trap: UnsafeCell::new(None),
             stack_limit: UnsafeCell::new(0),
             nested: std::cell::Cell::new(0),
-            affinity: UnsafeCell::new(ThreadAffinity::new()),
+            affinity: UnsafeCell::new(None),
         }
     }
 
@@ -365,7 +389,9 @@ impl Task {
             *self.name.get() = name;
             *self.stack_size.get() = stack_size;
             *self.panicked.get() = false;
-            *self.affinity.get() = ThreadAffinity::new();
+            if let Some(a) = (*self.affinity.get()).as_deref_mut() {
+                *a = ThreadAffinity::new();
+            }
             let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));
