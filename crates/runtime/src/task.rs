@@ -594,6 +594,8 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
         // (same runtime only), with no stack, no switch and no queue round trip. When its queue
         // entry is still on top of our own deque (spawn, then join), popping it makes it ours
         // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
+        // SAFETY: `shared` is written by `init` before the task is published and not changed
+        // until the block is recycled, which needs our handle (we still hold it).
         let same = sched::same_runtime_green(unsafe { *t.shared.get() });
         let popped = same && sched::take_own_top(t);
         if popped || (same && t.claim()) {
