@@ -10,6 +10,8 @@
 //!   VirtualTime-like order): a group that was just released runs again while its 256 KiB are
 //!   still in L2;
 //! - `footprint_fifo`: oldest woken first (round-robin over all groups: every resume reloads);
+//! - `footprint_virtual_time`: the affinity crate's VirtualTime policy ordering each worker's ready
+//!   heap (004 Table 3.3: the thread this worker ran most recently first, by a per-worker stamp);
 //! - `std_threads` (peer): the same program on 1024 OS threads with `std::sync::Barrier`, scheduled
 //!   by the kernel (thread creation included: it is part of using OS threads for this).
 //!
@@ -23,6 +25,7 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use footprint::affinity::{Policy, PolicyKind};
 use footprint::runtime::ReadyOrder;
 use footprint::sync::Barrier;
 
@@ -112,6 +115,10 @@ fn working_set(c: &mut Criterion) {
     for (name, order) in [
         ("footprint_lifo", ReadyOrder::Lifo),
         ("footprint_fifo", ReadyOrder::Fifo),
+        (
+            "footprint_virtual_time",
+            ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)),
+        ),
     ] {
         let rt = footprint::Runtime::builder()
             .workers(WORKERS)
