@@ -6,6 +6,8 @@
 //! `WorkerAffinity`, one `ThreadAffinity` per thread, the same stops and enqueues in the same
 //! order), then a stable sort by key (the ready heap is FIFO on ties).
 
+mod common;
+use common::with_watchdog;
 use footprint_affinity::{
     AffinityPolicy, Ledger, Policy, PolicyKind, ThreadAffinity, Topology, WorkerAffinity,
 };
@@ -14,7 +16,6 @@ use footprint_runtime::park::{current_unparker, current_worker, park};
 use footprint_runtime::{join, spawn, yield_now, ReadyOrder, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
 
 const THREADS: usize = 6;
 
@@ -31,25 +32,6 @@ fn runtime(workers: usize, order: ReadyOrder) -> Runtime {
 
 fn policy(kind: PolicyKind) -> ReadyOrder {
     ReadyOrder::Policy(Policy::new(kind))
-}
-
-/// Runs `f` on a helper thread and fails if it does not finish in `secs` (a lost wake-up would
-/// hang forever otherwise).
-fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => h.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p)
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no progress after {secs} s"),
-    }
 }
 
 /// What the affinity crate prescribes: `parked` stop on one worker in this order, then are made

@@ -1,6 +1,8 @@
 //! Park/unpark with placement, the scheduler hook, idle CPU use, shutdown, overflow, wake-up
 //! stress.
 
+mod common;
+use common::with_watchdog;
 use footprint_locks::{current_hook, Placement, PriorityClass, Unparker};
 use footprint_runtime::park::{current_unparker, current_worker, park};
 use footprint_runtime::{scope, spawn, yield_now, GreenBuilder, Runtime};
@@ -13,27 +15,6 @@ fn rt(workers: usize) -> Runtime {
         .workers(workers)
         .build()
         .expect("runtime")
-}
-
-/// Runs `f` on a helper thread and fails the test if it takes longer than `secs` (a lost
-/// wake-up would hang forever otherwise).
-fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => h.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p)
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what}: no progress after {secs} s (lost wake-up?)")
-        }
-    }
 }
 
 #[test]
