@@ -1,17 +1,12 @@
 //! Builder errors, spawn/join/scope/yield, panics, depth.
 
+mod common;
+use common::rt;
 use footprint_runtime::{
     join, scope, spawn, yield_now, Error, GreenBuilder, Runtime, MIN_STACK_SIZE,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-fn rt(workers: usize) -> Runtime {
-    Runtime::builder()
-        .workers(workers)
-        .build()
-        .expect("runtime")
-}
 
 #[test]
 fn zero_workers_is_an_error() {

@@ -2,20 +2,13 @@
 //! stress.
 
 mod common;
-use common::with_watchdog;
+use common::{rt, with_watchdog};
 use footprint_locks::{current_hook, Placement, PriorityClass, Unparker};
 use footprint_runtime::park::{current_unparker, current_worker, park};
 use footprint_runtime::{scope, spawn, yield_now, GreenBuilder, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn rt(workers: usize) -> Runtime {
-    Runtime::builder()
-        .workers(workers)
-        .build()
-        .expect("runtime")
-}
 
 #[test]
 fn unpark_before_park_is_not_lost() {

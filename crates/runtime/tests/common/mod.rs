@@ -1,5 +1,7 @@
-//! Helpers shared by the runtime's integration tests.
+//! Helpers shared by the runtime's integration tests (each test file uses a subset).
+#![allow(dead_code)]
 
+use footprint_runtime::Runtime;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -22,4 +24,12 @@ pub fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
             panic!("{what}: no progress after {secs} s (lost wake-up?)")
         }
     }
+}
+
+/// A runtime with `workers` workers and every other setting at its default.
+pub fn rt(workers: usize) -> Runtime {
+    Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime")
 }
