@@ -28,21 +28,14 @@ where
 {
     let c = ctx_ptr();
     let stack_size = stack_size.unwrap_or(shared.stack_size);
+    let rt: *const () = ptr::from_ref(shared).cast();
     // SAFETY: context pointers are alive while non-null; the worker's pools and deque are used
     // only from its own OS thread, which is the caller.
     unsafe {
         if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
             let w = &*(*c).worker;
             let t = w.take_task();
-            t.init(
-                f,
-                ptr::from_ref(shared).cast(),
-                with_handle,
-                stack_size,
-                name,
-                scope,
-                w.index,
-            );
+            t.init(f, rt, with_handle, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             w.deque.push(RawJob::task(t.clone()));
@@ -55,15 +48,7 @@ where
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
                 .unwrap_or_else(|| Arc::new(Task::new()));
-            t.init(
-                f,
-                ptr::from_ref(shared).cast(),
-                with_handle,
-                stack_size,
-                name,
-                scope,
-                0,
-            );
+            t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             shared.injector.push(RawJob::task(t.clone()));
             shared.notify_one(0);
