@@ -5,8 +5,7 @@
 //! thread again and schedules it: onto the calling worker's ready structure when the placement
 //! hint allows, else into the target worker's inbox (the hint's worker, or the thread's last).
 
-use crate::context::ctx_ptr;
-use crate::context::current_task_ptr;
+use crate::context::{ctx_ptr, current_task_ptr};
 use crate::job::Job;
 use crate::task::{Reason, Task, P_EMPTY, P_NOTIFIED, P_PARKED};
 use footprint_locks::{Placement, Unpark};

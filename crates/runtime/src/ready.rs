@@ -161,7 +161,7 @@ impl PolicyReady {
     /// Moves everything in the inbox into the heap. (New threads and `join` halves too: they
     /// get the largest key, and reach idle workers through `spill` like every ready thread.)
     #[cold]
-    pub(crate) fn absorb_inbox(&mut self) {
+    fn absorb_inbox(&mut self) {
         // SAFETY: see the field.
         let me = unsafe { &*self.inbox };
         let mut q = me.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -173,7 +173,7 @@ impl PolicyReady {
 
     /// The key of `j` for this worker. A `join` half has no history: largest key.
     #[inline]
-    pub(crate) fn key(&self, j: &Job) -> u64 {
+    fn key(&self, j: &Job) -> u64 {
         match j {
             // SAFETY: a thread being pushed on a ready structure is not running on a worker;
             // its last stop (or its `init`, for a new one) wrote `affinity` before the hand-over
@@ -189,7 +189,7 @@ impl PolicyReady {
     /// # Safety
     /// The caller holds `t`'s run reference (it just ran on this worker).
     #[inline(never)]
-    pub(crate) unsafe fn on_stop(&self, t: &Task) {
+    unsafe fn on_stop(&self, t: &Task) {
         // SAFETY: per the contract the affinity record is ours to write.
         self.policy
             .on_stop(unsafe { t.affinity_mut() }, None, &self.worker);
@@ -200,14 +200,14 @@ impl PolicyReady {
     /// # Safety
     /// As for [`PolicyReady::on_stop`].
     #[inline(never)]
-    pub(crate) unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+    unsafe fn push_yielded(&mut self, t: Arc<Task>) {
         // SAFETY: per the contract.
         unsafe { self.on_stop(&t) };
         self.heap.push(u64::MAX, Job::Task(t));
     }
 
     #[inline(never)]
-    pub(crate) fn push_keyed(&mut self, j: Job) {
+    fn push_keyed(&mut self, j: Job) {
         let k = self.key(&j);
         self.heap.push(k, j);
     }
