@@ -35,6 +35,23 @@ impl Inbox {
         self.len.store(q.len(), Ordering::Release);
     }
 
+    /// Like [`pop`](Inbox::pop), for a thief: leaves a thread that is moving to this worker
+    /// (`Task::moving`) at the front, so only the owner takes it.
+    pub(crate) fn pop_unbound(&self) -> Option<Job> {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(Job::Task(t)) = q.front() {
+            if t.moving.load(Ordering::Relaxed) {
+                return None;
+            }
+        }
+        let j = q.pop_front();
+        self.len.store(q.len(), Ordering::Release);
+        j
+    }
+
     pub(crate) fn pop(&self) -> Option<Job> {
         if self.len.load(Ordering::Acquire) == 0 {
             return None;

@@ -17,7 +17,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Why a green thread gave its worker back.
@@ -27,6 +27,9 @@ pub(crate) enum Reason {
     Yield,
     /// Park me (the park protocol finishes on the worker's stack).
     Park,
+    /// Resume me on this worker (`Runtime::broadcast`): the thread goes to that worker's inbox,
+    /// marked so that idle thieves leave it there.
+    MoveTo(usize),
 }
 
 /// What a coroutine returns: normal completion or a recovered stack overflow.
@@ -251,6 +254,9 @@ pub(crate) struct Task {
     pub(crate) class: ClassCell,
     /// The worker it last ran on.
     pub(crate) last_worker: AtomicUsize,
+    /// In transit to a chosen worker's inbox (`Reason::MoveTo`): thieves leave it alone. Set by
+    /// the worker that moves it, cleared by the thread itself once it runs on that worker.
+    pub(crate) moving: AtomicBool,
     /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
     /// so that the control block sits below the runtime state that pools it). Valid while the
     /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
@@ -327,6 +333,7 @@ impl Task {
             park: AtomicU8::new(P_EMPTY),
             class: ClassCell::new(PriorityClass::Running),
             last_worker: AtomicUsize::new(0),
+            moving: AtomicBool::new(false),
             shared: UnsafeCell::new(ptr::null()),
             waiter: UnsafeCell::new(None),
             co: UnsafeCell::new(None),

@@ -115,6 +115,24 @@ impl WorkerLocal {
         shared.notify_one(self.index);
     }
 
+    /// Hands a green thread that asked to run on worker `w` to that worker's inbox, marked so
+    /// that thieves leave it there (`Reason::MoveTo`).
+    ///
+    /// # Safety
+    /// The caller holds `task`'s run reference (it just suspended on this worker).
+    #[cold]
+    unsafe fn move_to(&self, task: Arc<Task>, w: usize) {
+        let shared = self.shared();
+        if w == self.index || w >= shared.workers.len() {
+            // SAFETY: the caller holds the run reference.
+            unsafe { self.ready().push_yielded(task) };
+            return;
+        }
+        task.moving.store(true, Ordering::Relaxed);
+        shared.workers[w].inbox.push(Job::Task(task));
+        shared.notify_worker(w);
+    }
+
     /// Steals: own inbox, then victims tier by tier (their start deques, then inboxes), then the
     /// injector.
     fn steal(&self) -> Option<Job> {
@@ -138,7 +156,7 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                if let Some(j) = v.inbox.pop() {
+                if let Some(j) = v.inbox.pop_unbound() {
                     me.steals.fetch_add(1, Ordering::Relaxed);
                     return Some(j);
                 }
@@ -285,6 +303,7 @@ impl WorkerLocal {
                     self.yielded.set(true);
                 }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
+                CoroutineResult::Yield(Reason::MoveTo(w)) => self.move_to(task, w),
                 CoroutineResult::Return(exit) => {
                     *t.trap.get() = None;
                     let co = (*t.co.get()).take().expect("coroutine present");
