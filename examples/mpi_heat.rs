@@ -90,8 +90,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
 
 /// Rows per rank, or why the grid cannot be split over `ranks`.
 fn rows_per_rank(rows: usize, ranks: usize) -> Result<usize, String> {
-    if rows % ranks != 0 {
-        let fits: Vec<usize> = (1..=rows.min(64)).filter(|n| rows % n == 0).collect();
+    if !rows.is_multiple_of(ranks) {
+        let fits: Vec<usize> = (1..=rows.min(64)).filter(|&n| rows.is_multiple_of(n)).collect();
         return Err(format!(
             "the grid's {rows} rows do not split evenly over {ranks} ranks: run with a rank \
              count that divides {rows} (e.g. {fits:?}) or pass --rows a multiple of {ranks}"

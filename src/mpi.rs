@@ -24,7 +24,7 @@
 //! the workers stay inside the rank's binding. [`placement`] reports each rank's CPU set and the
 //! ranks on the same host whose sets overlap (their workers would share cores).
 //!
-//! ```no_run
+//! ```
 //! use footprint::mpi::rsmpi::traits::*;
 //! let universe = footprint::mpi::initialize()?;               // MPI_THREAD_MULTIPLE or an error
 //! let world = universe.world();
@@ -41,6 +41,7 @@
 //!     });
 //!     sum
 //! });
+//! assert_eq!(total, (0..world.size() as u64).sum::<u64>());
 //! println!("{here}: sum of ranks {total}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -64,10 +64,7 @@ fn blocked_receive_lets_others_run(rt: &Runtime, how: Receive, tag: i32) -> Outc
             let receiver = s.spawn(move || match how {
                 Receive::Blocking => fmpi::blocking(|| {
                     entered.store(true, Ordering::Release);
-                    world()
-                        .process_at_rank(from)
-                        .receive_with_tag::<u64>(tag)
-                        .0
+                    world().process_at_rank(from).receive_with_tag::<u64>(tag).0
                 }),
                 Receive::Immediate => {
                     let mut v = 0u64;
