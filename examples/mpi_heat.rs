@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Options: `--rows N --cols N` (grid, default 1024 x 1024), `--sweeps N` (200), `--tile-rows N`
-//! (16), `--workers N` (default: one per CPU the rank is bound to).
+//! (16), `--workers N` (default: one per CPU the rank is bound to), `--repeat N` (runs per mode,
+//! alternating the order under `--compare`; the median time per sweep is reported).
 //!
 //! Every cell is computed by the same arithmetic whatever the decomposition, and the checksum
 //! sums the row sums in row order on rank 0, so the `checksum:` line is bit-identical for any
@@ -30,7 +31,7 @@ use footprint::mpi::{self as fmpi};
 use footprint::Runtime;
 
 const USAGE: &str = "usage: mpi_heat [--rows N] [--cols N] [--sweeps N] [--tile-rows N] \
-                     [--workers N] [--overlap | --compare]";
+                     [--workers N] [--repeat N] [--overlap | --compare]";
 /// Temperature of the fixed top boundary (the other boundaries are 0).
 const HOT: f64 = 1.0;
 /// Tag of a halo row travelling to the next rank (down), and to the previous rank (up).
@@ -54,6 +55,7 @@ struct Config {
     tile_rows: usize,
     workers: Option<usize>,
     modes: Vec<Mode>,
+    repeat: usize,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
@@ -64,6 +66,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
         tile_rows: 16,
         workers: None,
         modes: vec![Mode::Plain],
+        repeat: 1,
     };
     let mut args = args;
     while let Some(flag) = args.next() {
@@ -80,6 +83,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
             "--sweeps" => c.sweeps = number("--sweeps")?,
             "--tile-rows" => c.tile_rows = number("--tile-rows")?,
             "--workers" => c.workers = Some(number("--workers")?),
+            "--repeat" => c.repeat = number("--repeat")?,
             "--overlap" => c.modes = vec![Mode::Overlap],
             "--compare" => c.modes = vec![Mode::Plain, Mode::Overlap],
             other => return Err(format!("unknown argument {other:?}")),
@@ -91,7 +95,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
 /// Rows per rank, or why the grid cannot be split over `ranks`.
 fn rows_per_rank(rows: usize, ranks: usize) -> Result<usize, String> {
     if !rows.is_multiple_of(ranks) {
-        let fits: Vec<usize> = (1..=rows.min(64)).filter(|&n| rows.is_multiple_of(n)).collect();
+        let fits: Vec<usize> = (1..=rows.min(64))
+            .filter(|&n| rows.is_multiple_of(n))
+            .collect();
         return Err(format!(
             "the grid's {rows} rows do not split evenly over {ranks} ranks: run with a rank \
              count that divides {rows} (e.g. {fits:?}) or pass --rows a multiple of {ranks}"
@@ -226,13 +232,20 @@ fn sweep(b: &mut Block, n: Neighbours, tile_rows: usize, mode: Mode) -> f64 {
             let (first_change, rest) = b.change.split_at_mut(1);
             let (mid_change, last_change) = rest.split_at_mut(local - 2);
             footprint::scope(|s| {
-                // Interior rows 1..local-1 of `own` need no halo.
-                let tiles = mid_out.chunks_mut(tile_rows * w);
-                for (t, (out, change)) in tiles.zip(mid_change.chunks_mut(tile_rows)).enumerate() {
-                    s.spawn(move || stencil_rows(own, w, 1 + t * tile_rows, out, change));
-                }
                 request::scope(|scope| {
-                    fmpi::wait_all(post_halos(&world, scope, n, (&mut *top, own, &mut *bottom)));
+                    let mut halos = post_halos(&world, scope, n, (&mut *top, own, &mut *bottom));
+                    // Interior rows 1..local-1 of `own` need no halo. Spawning a tile and
+                    // yielding lets it run (a yielder waits behind the ready threads); the
+                    // halos get an MPI progress poll between tiles.
+                    let tiles = mid_out.chunks_mut(tile_rows * w);
+                    for (t, (out, change)) in
+                        tiles.zip(mid_change.chunks_mut(tile_rows)).enumerate()
+                    {
+                        s.spawn(move || stencil_rows(own, w, 1 + t * tile_rows, out, change));
+                        footprint::yield_now();
+                        fmpi::progress(&mut halos);
+                    }
+                    fmpi::wait_all(halos);
                 });
                 let last = (local - 1) * w;
                 first_change[0] = stencil_row(top, &own[..w], &own[w..2 * w], first_out);
@@ -303,6 +316,17 @@ fn checksum(world: &SimpleCommunicator, row_sums: &[f64]) -> Option<f64> {
     }
 }
 
+/// The median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// The slowest rank's time per sweep.
 fn slowest(world: &SimpleCommunicator, seconds: f64) -> f64 {
     let mut max = 0.0;
@@ -346,37 +370,52 @@ fn main() -> ExitCode {
             c.rows, c.cols, c.tile_rows, c.sweeps
         );
     }
-    let mut results = Vec::new();
-    for &mode in &c.modes {
-        let r = run(&rt, &c, local, mode, rank, size);
-        let per_sweep = slowest(&world, r.seconds_per_sweep);
-        let sum = checksum(&world, &r.row_sums);
-        if rank == 0 {
-            println!(
-                "{mode:?}: residual {:.6e} after {} sweeps, time per sweep {:.3} ms",
-                r.residual,
-                c.sweeps,
-                per_sweep * 1e3
-            );
+    // Each repeat runs the modes, in reverse order every other time (so neither mode always
+    // runs on the memory the other just warmed); each mode reports its median.
+    let mut per_mode: Vec<Vec<f64>> = vec![Vec::new(); c.modes.len()];
+    let mut sums = Vec::new();
+    let mut residual = 0.0;
+    for rep in 0..c.repeat {
+        let mut order: Vec<usize> = (0..c.modes.len()).collect();
+        if rep % 2 == 1 {
+            order.reverse();
         }
-        results.push((per_sweep, sum));
-    }
-    if let [(plain, a), (overlap, b)] = results[..] {
-        if rank == 0 {
-            println!(
-                "overlap gain: {:+.1}% time per sweep ({:.3} ms -> {:.3} ms)",
-                (plain - overlap) / plain * 100.0,
-                plain * 1e3,
-                overlap * 1e3
-            );
-            if a.map(f64::to_bits) != b.map(f64::to_bits) {
-                eprintln!("mpi_heat: plain and overlap checksums differ: {a:?} vs {b:?}");
-                return ExitCode::FAILURE;
-            }
+        for i in order {
+            let r = run(&rt, &c, local, c.modes[i], rank, size);
+            per_mode[i].push(slowest(&world, r.seconds_per_sweep));
+            sums.push(checksum(&world, &r.row_sums));
+            residual = r.residual;
         }
     }
-    if let Some((_, Some(sum))) = results.first() {
-        println!("checksum: {sum:e}");
+    if rank != 0 {
+        return ExitCode::SUCCESS;
     }
+    let medians: Vec<f64> = per_mode.iter_mut().map(|t| median(t)).collect();
+    for (mode, t) in c.modes.iter().zip(&medians) {
+        println!(
+            "{mode:?}: residual {residual:.6e} after {} sweeps, time per sweep {:.3} ms \
+             (median of {})",
+            c.sweeps,
+            t * 1e3,
+            c.repeat
+        );
+    }
+    if let [plain, overlap] = medians[..] {
+        println!(
+            "overlap gain: {:+.1}% time per sweep ({:.3} ms -> {:.3} ms)",
+            (plain - overlap) / plain * 100.0,
+            plain * 1e3,
+            overlap * 1e3
+        );
+    }
+    let first = sums[0].unwrap_or(f64::NAN);
+    if sums
+        .iter()
+        .any(|s| s.map(f64::to_bits) != Some(first.to_bits()))
+    {
+        eprintln!("mpi_heat: the runs' checksums differ: {sums:?}");
+        return ExitCode::FAILURE;
+    }
+    println!("checksum: {first:e}");
     ExitCode::SUCCESS
 }

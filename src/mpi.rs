@@ -12,7 +12,7 @@
 //! does not do).
 //!
 //! # Waiting without stalling a worker
-//! - [`wait`] / [`wait_all`]: poll immediate requests (`immediate_send`, `immediate_receive_into`,
+//! - [`wait`] / [`wait_all`] / [`progress`]: poll immediate requests (`immediate_send`, `immediate_receive_into`,
 //!   `immediate_all_reduce_into`, ...) with `MPI_Test`, yielding the worker to other green threads
 //!   between polls. No extra OS thread; the preferred way.
 //! - [`blocking`]: run a blocking call (`receive`, `all_reduce_into`, ...) on the blocking pool
@@ -144,6 +144,17 @@ pub fn wait<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) -> Stat
                 request = pending;
                 crate::yield_now();
             }
+        }
+    }
+}
+
+/// Tests each request in `requests` once and removes those that completed, without waiting.
+/// Calling it between pieces of computation lets MPI progress messages (a large send needs
+/// several round trips) while the computation runs.
+pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S>>) {
+    for request in std::mem::take(requests) {
+        if let Err(pending) = request.test() {
+            requests.push(pending);
         }
     }
 }
