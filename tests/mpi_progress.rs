@@ -107,6 +107,29 @@ fn blocked_receive_lets_others_run(rt: &Runtime, how: Receive, tag: i32) -> Outc
     })
 }
 
+/// `progress` keeps a request whose message cannot have been sent yet (every rank sends only
+/// after a barrier that follows the check) and drops it once the message has landed.
+fn progress_keeps_pending_requests(world: &SimpleCommunicator, tag: i32) -> u64 {
+    let (rank, size) = (world.rank(), world.size());
+    let (to, from) = ((rank + 1) % size, (rank + size - 1) % size);
+    let mut got = 0u64;
+    fmpi::rsmpi::request::scope(|scope| {
+        let mut reqs = vec![world
+            .process_at_rank(from)
+            .immediate_receive_into_with_tag(scope, &mut got, tag)];
+        fmpi::progress(&mut reqs);
+        assert_eq!(reqs.len(), 1, "a receive completed before any rank sent");
+        world.barrier();
+        world
+            .process_at_rank(to)
+            .send_with_tag(&payload(rank, tag), tag);
+        while !reqs.is_empty() {
+            fmpi::progress(&mut reqs);
+        }
+    });
+    got
+}
+
 /// Aborts every rank unless `done` is signalled within the watchdog time.
 fn start_watchdog() -> mpsc::Sender<()> {
     let (tx, rx) = mpsc::channel::<()>();
@@ -184,6 +207,10 @@ fn main() -> ExitCode {
         println!("rank {rank}/{size}: {how:?} receive: other green threads ran, got {got:?}");
     }
     drop(rt);
+    assert_eq!(
+        progress_keeps_pending_requests(&world, 13),
+        payload(from, 13)
+    );
     world.barrier();
     let _ = done.send(());
     println!("rank {rank}/{size}: {here}: all MPI progress checks passed");
