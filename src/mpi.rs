@@ -12,9 +12,9 @@
 //! does not do).
 //!
 //! # Waiting without stalling a worker
-//! - [`wait`] / [`wait_all`] / [`progress`]: poll immediate requests (`immediate_send`, `immediate_receive_into`,
-//!   `immediate_all_reduce_into`, ...) with `MPI_Test`, yielding the worker to other green threads
-//!   between polls. No extra OS thread; the preferred way.
+//! - [`wait`] / [`wait_all`] / [`progress`]: poll immediate requests (`immediate_send`,
+//!   `immediate_receive_into`, `immediate_all_reduce_into`, ...) with `MPI_Test`, yielding the
+//!   worker to other green threads between polls. No extra OS thread; the preferred way.
 //! - [`blocking`]: run a blocking call (`receive`, `all_reduce_into`, ...) on the blocking pool
 //!   while the green thread parks, for calls that have no immediate form.
 //!
@@ -151,6 +151,25 @@ pub fn wait<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) -> Stat
 /// Tests each request in `requests` once and removes those that completed, without waiting.
 /// Calling it between pieces of computation lets MPI progress messages (a large send needs
 /// several round trips) while the computation runs.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{request, traits::*};
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let me = world.this_process();
+/// let (out, mut back) = ([1.0f64, 2.0], [0.0f64; 2]);
+/// request::scope(|scope| {
+///     let mut reqs = vec![me.immediate_receive_into(scope, &mut back[..])];
+///     footprint::mpi::progress(&mut reqs);                // nothing sent yet: still pending
+///     assert_eq!(reqs.len(), 1);
+///     me.send(&out[..]);
+///     while !reqs.is_empty() {
+///         footprint::mpi::progress(&mut reqs);            // ...computation between polls
+///     }
+/// });
+/// assert_eq!(back, out);
+/// # Ok::<(), footprint::mpi::MpiError>(())
+/// ```
 pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S>>) {
     for request in std::mem::take(requests) {
         if let Err(pending) = request.test() {
@@ -160,6 +179,33 @@ pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S
 }
 
 /// Waits for all `requests` like [`wait`]; the statuses come back in the requests' order.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{request, traits::*};
+/// let universe = footprint::mpi::initialize()?;
+/// let rt = footprint::Runtime::builder().workers(1).build()?;
+/// let got = rt.block_on(|| {
+///     let world = footprint::mpi::rsmpi::topology::SimpleCommunicator::world();
+///     let me = world.this_process();
+///     let (one, mut a, mut b) = (1u32, 0u32, 0u32);
+///     request::scope(|scope| {
+///         let reqs = vec![
+///             me.immediate_receive_into_with_tag(scope, &mut a, 1),
+///             me.immediate_receive_into_with_tag(scope, &mut b, 2),
+///         ];
+///         let sends = vec![
+///             me.immediate_send_with_tag(scope, &one, 2),
+///             me.immediate_send_with_tag(scope, &one, 1),
+///         ];
+///         let statuses = footprint::mpi::wait_all(reqs);
+///         assert_eq!(statuses[1].tag(), 2);                // in the requests' order
+///         footprint::mpi::wait_all(sends);
+///     });
+///     (a, b)
+/// });
+/// assert_eq!(got, (1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -> Vec<Status> {
     let mut statuses: Vec<Option<Status>> = (0..requests.len()).map(|_| None).collect();
     let mut pending: Vec<(usize, Request<'a, D, S>)> = requests.into_iter().enumerate().collect();
@@ -191,6 +237,24 @@ pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -
 /// The blocking pool's threads currently inherit the CPU pin of the worker that started them,
 /// so a call that busy-polls inside MPI (Open MPI's blocking calls do) shares that worker's CPU
 /// with it: correct, but the worker runs at about half speed meanwhile.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{collective::SystemOperation, topology::SimpleCommunicator};
+/// use footprint::mpi::rsmpi::traits::*;
+/// let universe = footprint::mpi::initialize()?;
+/// let rt = footprint::Runtime::builder().workers(1).build()?;
+/// let ranks = rt.block_on(|| {
+///     let mine = SimpleCommunicator::world().rank();
+///     footprint::mpi::blocking(|| {
+///         let world = SimpleCommunicator::world();
+///         let mut total = 0;
+///         world.all_reduce_into(&(mine + 1), &mut total, SystemOperation::sum());
+///         total
+///     })
+/// });
+/// assert_eq!(ranks, (1..=universe.world().size()).sum::<i32>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn blocking<F, R>(f: F) -> R
 where
     F: FnOnce() -> R + Send,
@@ -201,6 +265,14 @@ where
 
 /// Returns the value, or prints `rank N: <error>` and aborts every rank of `comm` (so no peer is
 /// left waiting in a collective for a rank that gave up).
+///
+/// ```
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let rt = footprint::mpi::abort_on_error(&world, footprint::Runtime::builder().build());
+/// assert!(rt.workers() >= 1);
+/// # Ok::<(), footprint::mpi::MpiError>(())
+/// ```
 pub fn abort_on_error<T, E: fmt::Display, C: Communicator>(comm: &C, result: Result<T, E>) -> T {
     match result {
         Ok(v) => v,
