@@ -48,7 +48,8 @@ pub struct Options {
     pub inject_failure: bool,
 }
 
-pub const USAGE: &str = "usage: cargo run --release --example report -- [--quick | --full | --tiny] \
+pub const USAGE: &str =
+    "usage: cargo run --release --example report -- [--quick | --full | --tiny] \
 [--only NAME]... [--out DIR] [--update-readme]
 
   (no mode flag)   every experiment, at most ~10 minutes on 2 cores
@@ -69,7 +70,10 @@ pub struct CliError {
 }
 
 /// Parses `args` (without the program name). `valid_names` are the experiments `--only` accepts.
-pub fn parse(args: impl IntoIterator<Item = String>, valid_names: &[&str]) -> Result<Options, CliError> {
+pub fn parse(
+    args: impl IntoIterator<Item = String>,
+    valid_names: &[&str],
+) -> Result<Options, CliError> {
     let mut options = Options {
         mode: Mode::Default,
         only: Vec::new(),

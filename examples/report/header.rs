@@ -60,7 +60,10 @@ impl Header {
     pub fn lines(&self) -> Vec<String> {
         vec![
             format!("Command: `{}`", self.command),
-            format!("Commit: `{}`, {}, {} build", self.commit, self.rustc, self.profile),
+            format!(
+                "Commit: `{}`, {}, {} build",
+                self.commit, self.rustc, self.profile
+            ),
             format!("Started: {} (mode: {})", self.started, self.mode.name()),
             format!(
                 "Load average (1, 5, 15 min): {} at the start, {} at the end",

@@ -14,7 +14,15 @@ fn cell(text: &str) -> String {
 /// A Markdown table.
 pub fn table(t: &Table) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "| {} |", t.header.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        out,
+        "| {} |",
+        t.header
+            .iter()
+            .map(|h| cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
     let _ = writeln!(out, "|{}", " --- |".repeat(t.header.len()));
     for row in &t.rows {
         let mut cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
@@ -50,7 +58,11 @@ pub fn render(header: &Header, sections: &[Section]) -> String {
         let _ = writeln!(out, "- **Verdict:** {}", s.verdict);
         let _ = writeln!(out, "- **Time taken:** {:.1?}\n", s.elapsed);
         for p in &s.plots {
-            let _ = writeln!(out, "![{}]({}.svg)\n\n[data: {}.csv]({}.csv)\n", p.title, p.id, p.id, p.id);
+            let _ = writeln!(
+                out,
+                "![{}]({}.svg)\n\n[data: {}.csv]({}.csv)\n",
+                p.title, p.id, p.id, p.id
+            );
         }
         for t in &s.tables {
             let _ = writeln!(out, "**{}**\n\n{}", t.title, table(t));

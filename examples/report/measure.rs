@@ -35,9 +35,7 @@ pub fn median(values: &[f64]) -> f64 {
 pub fn repeat(reps: usize, mut f: impl FnMut() -> Duration) -> Sample {
     f();
     Sample {
-        values: (0..reps.max(1))
-            .map(|_| f().as_nanos() as f64)
-            .collect(),
+        values: (0..reps.max(1)).map(|_| f().as_nanos() as f64).collect(),
     }
 }
 

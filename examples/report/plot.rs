@@ -40,7 +40,11 @@ pub fn draw(plot: &Plot, path: &Path) -> Result<(), String> {
     root.present().map_err(|e| e.to_string())
 }
 
-fn placeholder(root: &DrawingArea<SVGBackend, Shift>, title: &str, text: &str) -> Result<(), String> {
+fn placeholder(
+    root: &DrawingArea<SVGBackend, Shift>,
+    title: &str,
+    text: &str,
+) -> Result<(), String> {
     let (w, h) = SIZE;
     root.draw(&Text::new(
         title.to_string(),
@@ -58,7 +62,9 @@ fn placeholder(root: &DrawingArea<SVGBackend, Shift>, title: &str, text: &str) -
         root.draw(&Text::new(
             line.clone(),
             (40, 100 + 24 * i as i32),
-            ("sans-serif", 18).into_font().color(&RGBColor(120, 120, 120)),
+            ("sans-serif", 18)
+                .into_font()
+                .color(&RGBColor(120, 120, 120)),
         ))
         .map_err(|e| e.to_string())?;
     }
@@ -84,7 +90,9 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 
 /// `[lo, hi]` of `values`, padded; for a log axis both ends are positive.
 fn range(values: impl Iterator<Item = f64>, log: bool, from_zero: bool) -> (f64, f64) {
-    let values: Vec<f64> = values.filter(|v| v.is_finite() && (!log || *v > 0.0)).collect();
+    let values: Vec<f64> = values
+        .filter(|v| v.is_finite() && (!log || *v > 0.0))
+        .collect();
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !lo.is_finite() {
@@ -95,7 +103,14 @@ fn range(values: impl Iterator<Item = f64>, log: bool, from_zero: bool) -> (f64,
     } else {
         let lo = if from_zero { lo.min(0.0) } else { lo };
         let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);
-        (if from_zero && lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
+        (
+            if from_zero && lo >= 0.0 {
+                0.0
+            } else {
+                lo - pad
+            },
+            hi + pad,
+        )
     }
 }
 
@@ -185,7 +200,11 @@ fn legend<'a, CT: CoordTranslate>(
 
 fn bars(root: &DrawingArea<SVGBackend, Shift>, plot: &Plot) -> Result<(), String> {
     let (y0, y1) = range(plot.points.iter().map(|p| p.y), plot.y.log, true);
-    let (y0, y1) = if plot.y.log { (y0, y1 * 3.0) } else { (y0, y1 * 1.25) };
+    let (y0, y1) = if plot.y.log {
+        (y0, y1 * 3.0)
+    } else {
+        (y0, y1 * 1.25)
+    };
     if plot.y.log {
         bars_in(root, plot, (y0..y1).log_scale(), y0)
     } else {

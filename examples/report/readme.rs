@@ -26,7 +26,11 @@ fn block(name: &str, tables: &[&Table], header: &Header) -> Option<String> {
 }
 
 /// Replaces the marked blocks of `text`; returns the new text and the names it filled.
-pub fn rewrite(text: &str, tables: &[&Table], header: &Header) -> Result<(String, Vec<String>), String> {
+pub fn rewrite(
+    text: &str,
+    tables: &[&Table],
+    header: &Header,
+) -> Result<(String, Vec<String>), String> {
     let mut out = String::new();
     let mut filled = Vec::new();
     let mut rest = text;
@@ -59,7 +63,8 @@ pub fn rewrite(text: &str, tables: &[&Table], header: &Header) -> Result<(String
 
 /// Rewrites the blocks of the file at `path` in place; returns the names filled.
 pub fn update(path: &Path, tables: &[&Table], header: &Header) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let (new, filled) = rewrite(&text, tables, header)?;
     if new != text {
         std::fs::write(path, new).map_err(|e| format!("writing {}: {e}", path.display()))?;

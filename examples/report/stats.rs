@@ -9,7 +9,13 @@ use footprint::Runtime;
 use crate::model::Table;
 
 /// The columns after the run's label.
-const COLUMNS: [&str; 5] = ["spawned", "finished", "steals", "stacks mapped", "overflows"];
+const COLUMNS: [&str; 5] = [
+    "spawned",
+    "finished",
+    "steals",
+    "stacks mapped",
+    "overflows",
+];
 
 /// The counters a run added (`after − before`), as table cells in `COLUMNS` order.
 fn cells(before: &RuntimeStats, after: &RuntimeStats) -> Vec<String> {

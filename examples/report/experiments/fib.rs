@@ -20,7 +20,9 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         "footprint's fib(30) with a join at every level takes ≤ 1.2 × rayon's time on the same \
          number of workers.",
     );
-    let sizes: &[u32] = ctx.mode.pick(&[15, 20], &[20, 25, 30], &[20, 25, 30], &[20, 25, 30, 32]);
+    let sizes: &[u32] = ctx
+        .mode
+        .pick(&[15, 20], &[20, 25, 30], &[20, 25, 30], &[20, 25, 30, 32]);
     let reps = ctx.reps().max(3);
     let (rt, pool) = runtime_and_rayon(WORKERS);
     let oracle = fib_sequential(20);
@@ -38,7 +40,13 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     );
     let mut table = Table::new(
         "fib(n), median time per call",
-        &["n", "footprint (2 workers)", "rayon (2 threads)", "footprint ÷ rayon", "sequential"],
+        &[
+            "n",
+            "footprint (2 workers)",
+            "rayon (2 threads)",
+            "footprint ÷ rayon",
+            "sequential",
+        ],
     )
     .for_readme("fib");
     let mut last_ratio = f64::NAN;

@@ -37,11 +37,18 @@ pub fn run(_: &Ctx) -> Result<Section, String> {
     s.measured = "not measured yet: green threads cannot name a data fragment".into();
     s.verdict = format!("pending: {PENDING}");
     let plot = planned_plot();
-    s.plots.push(plot.placeholder(&format!("pending: {PENDING}")));
+    s.plots
+        .push(plot.placeholder(&format!("pending: {PENDING}")));
     s.tables.push(
         Table::new(
             "Planned: median time per run, hints on / off / rayon",
-            &["fragment size", "hints on", "hints off", "rayon", "on ÷ off"],
+            &[
+                "fragment size",
+                "hints on",
+                "hints off",
+                "rayon",
+                "on ÷ off",
+            ],
         )
         .for_readme("fragments_001"),
     );

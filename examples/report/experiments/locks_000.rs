@@ -12,7 +12,11 @@ use crate::workloads::lock_hot::{Green, OsThreads, ALL, WORKERS};
 
 /// Geometric mean of positive finite values; NaN when there are none.
 pub fn geomean(values: &[f64]) -> f64 {
-    let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
+    let v: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
     if v.is_empty() {
         return f64::NAN;
     }
@@ -54,7 +58,14 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     );
     let mut table = Table::new(
         "Median time of one run (8 threads, all lined up to all done)",
-        &["benchmark (000 name)", "lock-hot on", "lock-hot off", "std threads + std::sync", "on ÷ off", "footprint (on) ÷ std"],
+        &[
+            "benchmark (000 name)",
+            "lock-hot on",
+            "lock-hot off",
+            "std threads + std::sync",
+            "on ÷ off",
+            "footprint (on) ÷ std",
+        ],
     )
     .for_readme("locks_000");
     let (mut on_off, mut on_std) = (Vec::new(), Vec::new());
@@ -62,9 +73,17 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     for bench in &ALL {
         let mut medians = [0.0f64; 3];
         for (i, lock_hot) in [true, false].into_iter().enumerate() {
-            ctx.step(&format!("{} lock-hot {}", bench.name, if lock_hot { "on" } else { "off" }));
+            ctx.step(&format!(
+                "{} lock-hot {}",
+                bench.name,
+                if lock_hot { "on" } else { "off" }
+            ));
             placement::set_lock_hot(lock_hot);
-            let label = format!("{} lock-hot {}", bench.name, if lock_hot { "on" } else { "off" });
+            let label = format!(
+                "{} lock-hot {}",
+                bench.name,
+                if lock_hot { "on" } else { "off" }
+            );
             medians[i] = stats
                 .record(&label, &green.rt, || repeat(reps, || (bench.green)(&green)))
                 .median();
@@ -72,9 +91,13 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         placement::set_lock_hot(true);
         ctx.step(&format!("{} std", bench.name));
         medians[2] = repeat(reps, || (bench.os)(&OsThreads)).median();
-        for (series, v) in ["footprint lock-hot on", "footprint lock-hot off", "std threads"]
-            .iter()
-            .zip(medians)
+        for (series, v) in [
+            "footprint lock-hot on",
+            "footprint lock-hot off",
+            "std threads",
+        ]
+        .iter()
+        .zip(medians)
         {
             plot.push(series, X::Cat(bench.name.into()), v / 1e6);
         }
@@ -101,11 +124,17 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ratio(g_on_std)
     );
     s.verdict = if g_on_off < 0.95 {
-        format!("lock-hot placement helps here ({} of off's time)", format_ratio(g_on_off))
+        format!(
+            "lock-hot placement helps here ({} of off's time)",
+            format_ratio(g_on_off)
+        )
     } else if g_on_off <= 1.05 {
         "no measurable effect of lock-hot placement (on ≈ off within 5 %)".into()
     } else {
-        format!("lock-hot placement is slower here ({})", format_ratio(g_on_off))
+        format!(
+            "lock-hot placement is slower here ({})",
+            format_ratio(g_on_off)
+        )
     };
     s.notes.push(
         "Until the scheduler issue lands, the runtime resumes every green thread woken by a \

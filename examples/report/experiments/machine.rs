@@ -17,7 +17,10 @@ pub struct BuildInfo {
 
 /// Output of a command, trimmed; `None` when it cannot run or fails.
 fn command_output(program: &str, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new(program).args(args).output().ok()?;
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())

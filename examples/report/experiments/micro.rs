@@ -40,7 +40,11 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     });
     cells.push(("yield", "footprint", y));
     ctx.step("yield: may");
-    cells.push(("yield", "may", per_iteration(budget, reps, micro::may_yield)));
+    cells.push((
+        "yield",
+        "may",
+        per_iteration(budget, reps, micro::may_yield),
+    ));
     ctx.step("yield: corosensei");
     cells.push((
         "yield",
@@ -48,8 +52,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         per_iteration(budget, reps, micro::corosensei_resume_suspend),
     ));
     for (bench, rt, label) in [
-        ("spawn+join, 1 worker", &rt1, "spawn + join, 1 worker"),
-        ("spawn+join, 2 workers", &rt2, "spawn + join, 2 workers"),
+        ("spawn+join (1 worker)", &rt1, "spawn + join, 1 worker"),
+        ("spawn+join (2 workers)", &rt2, "spawn + join, 2 workers"),
     ] {
         ctx.step(&format!("{bench}: footprint"));
         let sample = stats.record(label, rt, || {
@@ -59,13 +63,13 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     }
     ctx.step("spawn+join: may");
     cells.push((
-        "spawn+join, 1 worker",
+        "spawn+join (1 worker)",
         "may",
         per_iteration(budget, reps, micro::may_spawn_join),
     ));
     ctx.step("spawn+join: std::thread");
     cells.push((
-        "spawn+join, 1 worker",
+        "spawn+join (1 worker)",
         "std::thread",
         per_iteration(budget, reps, micro::std_spawn_join),
     ));
@@ -90,10 +94,17 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
             .map_or(f64::NAN, |(_, _, s)| s.median())
     };
     let fy = get("yield", "footprint");
-    let fs = get("spawn+join, 1 worker", "footprint");
+    let fs = get("spawn+join (1 worker)", "footprint");
     let mut table = Table::new(
         "Median time per operation (ratio: footprint ÷ peer)",
-        &["benchmark", "footprint", "may", "corosensei (floor)", "std::thread", "target"],
+        &[
+            "benchmark",
+            "footprint",
+            "may",
+            "corosensei (floor)",
+            "std::thread",
+            "target",
+        ],
     )
     .for_readme("micro");
     let with_ratio = |v: f64, f: f64| {
@@ -114,14 +125,14 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     table.row(vec![
         "spawn + join of an empty green thread, 1 worker".into(),
         format!("**{}**", format_ns(fs)),
-        with_ratio(get("spawn+join, 1 worker", "may"), fs),
+        with_ratio(get("spawn+join (1 worker)", "may"), fs),
         "—".into(),
-        with_ratio(get("spawn+join, 1 worker", "std::thread"), fs),
+        with_ratio(get("spawn+join (1 worker)", "std::thread"), fs),
         verdict_cell(fs, 60.0),
     ]);
     table.row(vec![
         "same, 2 workers (the child may be stolen)".into(),
-        format_ns(get("spawn+join, 2 workers", "footprint")),
+        format_ns(get("spawn+join (2 workers)", "footprint")),
         "—".into(),
         "—".into(),
         "—".into(),
@@ -135,11 +146,11 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ns(get("yield", "may")),
         format_ns(get("yield", "corosensei (floor)")),
         format_ns(fs),
-        format_ns(get("spawn+join, 1 worker", "may")),
-        format_ns(get("spawn+join, 1 worker", "std::thread")),
+        format_ns(get("spawn+join (1 worker)", "may")),
+        format_ns(get("spawn+join (1 worker)", "std::thread")),
     );
     s.verdict = format!(
-        "yield ≤ 15 ns: {}; spawn + join ≤ 60 ns: {}",
+        "yield {}; spawn + join {}",
         verdict_cell(fy, 15.0),
         verdict_cell(fs, 60.0)
     );

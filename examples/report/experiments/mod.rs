@@ -147,7 +147,8 @@ pub fn all() -> Vec<Experiment> {
         },
         Experiment {
             name: "smoother_004",
-            title: "004: irregular active-threads smoother on an unstructured grid, per ready order",
+            title:
+                "004: irregular active-threads smoother on an unstructured grid, per ready order",
             run: smoother_004::run,
             estimate_s: [1.0, 5.0, 15.0, 45.0],
             limit_s: None,

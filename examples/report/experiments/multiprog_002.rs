@@ -29,7 +29,10 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         "002: time per loop iteration vs multiprogramming degree (log scale)",
         PlotKind::Lines,
         "variant",
-        Axis::linear("degree", "multiprogramming degree (copies of the program on 2 CPUs)"),
+        Axis::linear(
+            "degree",
+            "multiprogramming degree (copies of the program on 2 CPUs)",
+        ),
         Axis::log("time_per_iteration_us", "time per iteration, µs (median)"),
     );
     // medians[degree index][variant index], ns per iteration
@@ -58,10 +61,17 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         let informed = medians[di][0];
         let mut row = vec![degree.to_string(), format!("**{}**", format_ns(informed))];
         for v in &medians[di][1..] {
-            row.push(format!("{} ({})", format_ns(*v), format_ratio(v / informed)));
+            row.push(format!(
+                "{} ({})",
+                format_ns(*v),
+                format_ratio(v / informed)
+            ));
         }
         table.row(row);
-        let best_other = medians[di][1..].iter().copied().fold(f64::INFINITY, f64::min);
+        let best_other = medians[di][1..]
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
         worst = worst.max(informed / best_other);
     }
     s.tables.push(table);
@@ -81,7 +91,10 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ratio(spin_collapse)
     );
     s.verdict = if worst <= 1.15 {
-        format!("informed within 15 % of the best variant at every degree: met ({})", format_ratio(worst))
+        format!(
+            "informed within 15 % of the best variant at every degree: met ({})",
+            format_ratio(worst)
+        )
     } else {
         format!(
             "informed is {} of the best variant at its worst degree: missed (target ≤ 1.15×)",

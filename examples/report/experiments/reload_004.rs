@@ -43,7 +43,10 @@ pub fn run(_: &Ctx) -> Result<Section, String> {
         PlotKind::Lines,
         "footprint_at_stop",
         Axis::linear("misses", "cache misses of other threads while it waited"),
-        Axis::linear("reload_transient", "expected misses to rebuild the footprint"),
+        Axis::linear(
+            "reload_transient",
+            "expected misses to rebuild the footprint",
+        ),
     );
     let mut worst = 0.0f64;
     for v in [0u64, 8, 16, 32, 48] {
@@ -75,7 +78,10 @@ pub fn run(_: &Ctx) -> Result<Section, String> {
         let mut row = vec![format!("{f} lines")];
         for n in [16.0, 64.0, 256.0] {
             let left = reload::expected_remaining(LINES, f as f64, n);
-            row.push(format!("{:.1}", reload::reload_transient(LINES, f as f64, left)));
+            row.push(format!(
+                "{:.1}",
+                reload::reload_transient(LINES, f as f64, left)
+            ));
         }
         table.row(row);
     }
@@ -85,7 +91,8 @@ pub fn run(_: &Ctx) -> Result<Section, String> {
          difference {worst:.1e} lines"
     );
     s.verdict = if worst < 1e-6 {
-        "the curves have the thesis's shapes and the closed forms match the Markov chain: met".into()
+        "the curves have the thesis's shapes and the closed forms match the Markov chain: met"
+            .into()
     } else {
         format!("closed forms differ from the Markov chain by up to {worst:.1e} lines: check")
     };

@@ -58,7 +58,10 @@ fn uts_tree(depth: u64) -> uts::Tree {
 /// `median_ns`, `peak_rss_kib` and `stats` lines. Returns the exit code.
 pub fn child_main(args: &[String]) -> i32 {
     let [workload, implementation, size, reps] = args else {
-        eprintln!("usage: {} <skynet|uts> <footprint|rayon|may> <size> <reps>", child::SUBCOMMAND);
+        eprintln!(
+            "usage: {} <skynet|uts> <footprint|rayon|may> <size> <reps>",
+            child::SUBCOMMAND
+        );
         return 2;
     };
     let (Ok(size), Ok(reps)) = (size.parse::<u64>(), reps.parse::<usize>()) else {
@@ -188,7 +191,13 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
     );
     let mut table = Table::new(
         &format!("{w}: median time per run and peak RSS, one process per implementation"),
-        &["size", "footprint", "rayon", "may", "footprint ÷ rayon (time)"],
+        &[
+            "size",
+            "footprint",
+            "rayon",
+            "may",
+            "footprint ÷ rayon (time)",
+        ],
     )
     .for_readme(grid.workload);
     let mut stats = Table::new(
@@ -200,7 +209,10 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
         let mut times = Vec::new();
         for imp in ["footprint", "rayon", "may"] {
             if imp == "may" && *size > grid.may_max {
-                row.push(format!("not run (> {} for may: vm.max_map_count)", grid.may_max));
+                row.push(format!(
+                    "not run (> {} for may: vm.max_map_count)",
+                    grid.may_max
+                ));
                 continue;
             }
             ctx.step(&format!("{label}: {imp}"));

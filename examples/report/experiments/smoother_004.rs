@@ -3,7 +3,9 @@
 
 use crate::experiments::Ctx;
 use crate::measure::median;
-use crate::model::{format_ns, format_number, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
+use crate::model::{
+    format_ns, format_number, format_ratio, Axis, Plot, PlotKind, Section, Table, X,
+};
 use crate::stats::StatsTable;
 use crate::workloads::smoother::{run_footprint, Grid, Params};
 use crate::workloads::working_set::{ready_orders, WORKERS};
@@ -35,14 +37,24 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         PlotKind::Bars,
         "ready_order",
         Axis::linear("workload", "workload"),
-        Axis::linear("ns_per_update", "ns per smoothing step (median run ÷ steps)"),
+        Axis::linear(
+            "ns_per_update",
+            "ns per smoothing step (median run ÷ steps)",
+        ),
     );
     let mut table = Table::new(
         &format!(
             "Median run of the smoother ({points} points, {} KiB each, 2 workers)",
             params.working_set >> 10
         ),
-        &["ready order", "per run", "smoothing steps", "per step", "÷ oldest-first (FIFO)", "final residual"],
+        &[
+            "ready order",
+            "per run",
+            "smoothing steps",
+            "per step",
+            "÷ oldest-first (FIFO)",
+            "final residual",
+        ],
     )
     .for_readme("smoother_004");
     let mut results = Vec::new();
@@ -67,7 +79,12 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
             return Err(format!("{name}: a run did no smoothing step ({o:?})"));
         }
         let time = median(&runs.iter().map(|r| r.0).collect::<Vec<_>>());
-        let per_update = median(&runs.iter().map(|r| r.0 / r.1.updates as f64).collect::<Vec<_>>());
+        let per_update = median(
+            &runs
+                .iter()
+                .map(|r| r.0 / r.1.updates as f64)
+                .collect::<Vec<_>>(),
+        );
         let updates = median(&runs.iter().map(|r| r.1.updates as f64).collect::<Vec<_>>());
         let residual = runs.iter().map(|r| r.1.residual).fold(0.0, f64::max);
         results.push((name, time, per_update, updates, residual));
@@ -102,7 +119,10 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ratio(best.2 / fifo)
     );
     s.verdict = if best.0 != "footprint_fifo" && best.2 / fifo < 0.95 {
-        format!("an affinity order beats the no-affinity order: met ({})", best.0)
+        format!(
+            "an affinity order beats the no-affinity order: met ({})",
+            best.0
+        )
     } else {
         "no affinity order beats oldest-first by 5 % here: not shown on this machine".into()
     };

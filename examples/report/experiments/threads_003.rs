@@ -39,7 +39,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          the best fixed count.",
     );
     s.status = Status::Pending(PENDING.into());
-    s.plots.push(planned_plot().placeholder(&format!("pending: {PENDING}")));
+    s.plots
+        .push(planned_plot().placeholder(&format!("pending: {PENDING}")));
 
     let interval = Duration::from_millis(ctx.mode.pick(20, 50, 100, 100));
     let phase = Duration::from_secs_f64(ctx.mode.pick(0.2, 0.75, 1.5, 3.0));
@@ -58,14 +59,18 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut stats = StatsTable::new();
     let t0 = Instant::now();
     ctx.step("green threads, single_ctr");
-    let green_runs = stats.record("single_ctr, green threads (profile phase 1)", &green.rt, || {
-        let mut runs = 0u64;
-        while t0.elapsed() < phase {
-            (bench.green)(&green);
-            runs += 1;
-        }
-        runs
-    });
+    let green_runs = stats.record(
+        "single_ctr, green threads (profile phase 1)",
+        &green.rt,
+        || {
+            let mut runs = 0u64;
+            while t0.elapsed() < phase {
+                (bench.green)(&green);
+                runs += 1;
+            }
+            runs
+        },
+    );
     let switch_at = t0.elapsed();
     ctx.step("OS threads, single_ctr");
     let mut os_runs = 0u64;
@@ -107,12 +112,20 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let origin = history[0].start_ns;
     for p in &history {
         let t = X::Num((p.end_ns - origin) as f64 / 1e9);
-        util.push("CPU utilisation (CPUs)", t.clone(), p.process.cpu_utilisation);
+        util.push(
+            "CPU utilisation (CPUs)",
+            t.clone(),
+            p.process.cpu_utilisation,
+        );
         if let Some(lock) = p.lock_time_fraction {
             util.push("lock time fraction", t.clone(), lock);
         }
         switches.push("voluntary", t.clone(), p.process.voluntary_switches_per_s);
-        switches.push("involuntary", t.clone(), p.process.involuntary_switches_per_s);
+        switches.push(
+            "involuntary",
+            t.clone(),
+            p.process.involuntary_switches_per_s,
+        );
         if let Some(m) = p.process.migrations_per_s {
             switches.push("migrations", t, m);
         }
@@ -121,8 +134,16 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     s.plots.push(switches);
     s.tables.push(stats.into_table());
     let mut runs = Table::new("Profile run", &["phase", "runs of single_ctr", "intervals"]);
-    runs.row(vec!["green threads, 2 workers".into(), green_runs.to_string(), String::new()]);
-    runs.row(vec!["OS threads".into(), os_runs.to_string(), history.len().to_string()]);
+    runs.row(vec![
+        "green threads, 2 workers".into(),
+        green_runs.to_string(),
+        String::new(),
+    ]);
+    runs.row(vec![
+        "OS threads".into(),
+        os_runs.to_string(),
+        history.len().to_string(),
+    ]);
     s.tables.push(runs);
     let mean = |f: &dyn Fn(&footprint::pmu::IntervalProfile) -> f64| {
         history.iter().map(f).sum::<f64>() / history.len() as f64

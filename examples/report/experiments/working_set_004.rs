@@ -65,7 +65,10 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         PlotKind::Bars,
         "variant",
         Axis::linear("workload", "workload"),
-        Axis::linear("us_per_sweep", "µs per sweep + barrier arrival (median run ÷ 8192)"),
+        Axis::linear(
+            "us_per_sweep",
+            "µs per sweep + barrier arrival (median run ÷ 8192)",
+        ),
     );
     let fifo = results
         .iter()
@@ -73,11 +76,20 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         .map_or(f64::NAN, |r| r.1);
     let mut table = Table::new(
         "Median time of one run (1024 threads × 8 rounds = 8192 sweeps)",
-        &["variant", "per run", "per sweep + barrier arrival", "÷ oldest-first (FIFO)"],
+        &[
+            "variant",
+            "per run",
+            "per sweep + barrier arrival",
+            "÷ oldest-first (FIFO)",
+        ],
     )
     .for_readme("working_set_004");
     for (name, t) in &results {
-        plot.push(name, X::Cat("1024 × 64 KiB, groups of 4".into()), t / sweeps / 1e3);
+        plot.push(
+            name,
+            X::Cat("1024 × 64 KiB, groups of 4".into()),
+            t / sweeps / 1e3,
+        );
         table.row(vec![
             format!("`{name}`"),
             format_ns(*t),

@@ -194,8 +194,9 @@ impl<'g> Smoother<'g> {
             {
                 let slot = &self.slots[p];
                 let mut pending = slot.pending.lock();
-                slot.wake
-                    .wait_while(&mut pending, |pending| !*pending && !self.stop.load(Ordering::Acquire));
+                slot.wake.wait_while(&mut pending, |pending| {
+                    !*pending && !self.stop.load(Ordering::Acquire)
+                });
                 if !*pending {
                     return; // stopped
                 }
