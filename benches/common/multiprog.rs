@@ -115,34 +115,41 @@ impl PhaseBarrier for std::sync::Barrier {
     }
 }
 
-/// Runs `iters` iterations of the loop on `THREADS` threads; returns the time from the moment all
-/// threads are lined up to the end of the last one.
+/// Runs `iters` iterations of the loop on `THREADS` threads; returns the time from the first
+/// thread's start (after all are lined up) to the last one's end. Each thread takes its own
+/// timestamps: under multiprogramming the spawning thread may be preempted right after the
+/// line-up and read the clock only after the loop is over, which made some runs look ~free.
 pub fn lock_barrier_loop<L: CounterLock, B: PhaseBarrier>(iters: u64) -> Duration {
     let lock = L::new();
     let barrier = B::new(THREADS);
-    let line_up = std::sync::Barrier::new(THREADS + 1);
-    let elapsed = std::thread::scope(|s| {
-        for t in 0..THREADS as u64 {
-            let (lock, barrier, line_up) = (&lock, &barrier, &line_up);
-            s.spawn(move || {
-                line_up.wait();
-                for i in 0..iters {
-                    lock.add(INSIDE);
-                    work(OUTSIDE, t + i);
-                    if i % BARRIER_EVERY == BARRIER_EVERY - 1 {
-                        barrier.wait();
+    let line_up = std::sync::Barrier::new(THREADS);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..THREADS as u64)
+            .map(|t| {
+                let (lock, barrier, line_up) = (&lock, &barrier, &line_up);
+                s.spawn(move || {
+                    line_up.wait();
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        lock.add(INSIDE);
+                        work(OUTSIDE, t + i);
+                        if i % BARRIER_EVERY == BARRIER_EVERY - 1 {
+                            barrier.wait();
+                        }
                     }
-                }
-            });
-        }
-        line_up.wait();
-        let start = Instant::now();
-        // The scope joins the threads when the closure returns; time it from here.
-        start
-    })
-    .elapsed();
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|h| h.join().expect("a loop thread does not panic"))
+            .collect()
+    });
     assert_eq!(lock.get(), THREADS as u64 * iters, "lost lock updates");
-    elapsed
+    let first = spans.iter().map(|s| s.0).min().expect("THREADS > 0");
+    let last = spans.iter().map(|s| s.1).max().expect("THREADS > 0");
+    last - first
 }
 
 #[derive(Clone, Copy, Debug)]

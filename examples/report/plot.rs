@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use crate::model::{Plot, PlotKind, X};
 
 const SIZE: (u32, u32) = (900, 480);
+const PLACEHOLDER_SIZE: (u32, u32) = (900, 200);
 
 /// A colour per series index, readable on white.
 fn colour(i: usize) -> RGBColor {
@@ -28,7 +29,11 @@ fn colour(i: usize) -> RGBColor {
 
 /// Writes `plot` to `path` as SVG.
 pub fn draw(plot: &Plot, path: &Path) -> Result<(), String> {
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let size = match plot.kind {
+        PlotKind::Placeholder(_) => PLACEHOLDER_SIZE,
+        _ => SIZE,
+    };
+    let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let drawn = match &plot.kind {
         PlotKind::Placeholder(text) => placeholder(&root, &plot.title, text),
@@ -45,7 +50,7 @@ fn placeholder(
     title: &str,
     text: &str,
 ) -> Result<(), String> {
-    let (w, h) = SIZE;
+    let (w, h) = root.dim_in_pixel();
     root.draw(&Text::new(
         title.to_string(),
         (20, 30),
@@ -143,6 +148,25 @@ where
     XR::CoordDescType: ValueFormatter<f64>,
     YR::CoordDescType: ValueFormatter<f64>,
 {
+    // Few integer x values (degrees, n): one label per value, none between.
+    let mut xs: Vec<f64> = plot
+        .points
+        .iter()
+        .filter_map(|p| match p.x {
+            X::Num(v) => Some(v),
+            X::Cat(_) => None,
+        })
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let integer_x = !plot.x.log && xs.len() <= 12 && xs.iter().all(|v| v.fract() == 0.0);
+    let x_format = |v: &f64| {
+        if integer_x && v.fract() != 0.0 {
+            String::new()
+        } else {
+            short_number(*v)
+        }
+    };
     let mut chart = ChartBuilder::on(root)
         .caption(&plot.title, ("sans-serif", 20))
         .margin(15)
@@ -155,7 +179,7 @@ where
         .x_desc(plot.x.label.as_str())
         .y_desc(plot.y.label.as_str())
         .y_label_formatter(&|v| short_number(*v))
-        .x_label_formatter(&|v| short_number(*v))
+        .x_label_formatter(&x_format)
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(|e| e.to_string())?;
@@ -284,11 +308,11 @@ fn short_number(v: f64) -> String {
     if a == 0.0 {
         "0".into()
     } else if a >= 1e9 {
-        format!("{:.3}G", v / 1e9)
+        trim(format!("{:.2}", v / 1e9)) + "G"
     } else if a >= 1e6 {
-        format!("{:.3}M", v / 1e6)
+        trim(format!("{:.2}", v / 1e6)) + "M"
     } else if a >= 1e4 {
-        format!("{:.3}k", v / 1e3)
+        trim(format!("{:.2}", v / 1e3)) + "k"
     } else if a >= 1.0 {
         trim(format!("{v:.2}"))
     } else {

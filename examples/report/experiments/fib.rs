@@ -49,7 +49,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         ],
     )
     .for_readme("fib");
-    let mut last_ratio = f64::NAN;
+    // footprint ÷ rayon at the largest n up to 30 (the target's n).
+    let (mut target_n, mut target_ratio) = (0, f64::NAN);
     for &n in sizes {
         ctx.step(&format!("fib({n})"));
         let f = stats.record(&format!("fib({n})"), &rt, || {
@@ -67,7 +68,9 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         plot.push("footprint_2w", X::Num(n.into()), f);
         plot.push("rayon_2t", X::Num(n.into()), r);
         plot.push("sequential", X::Num(n.into()), q);
-        last_ratio = f / r;
+        if n <= 30 {
+            (target_n, target_ratio) = (n, f / r);
+        }
         table.row(vec![
             n.to_string(),
             format_ns(f),
@@ -76,7 +79,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
             format_ns(q),
         ]);
     }
-    let n = sizes.last().copied().unwrap_or(0);
+    let n = target_n;
+    let last_ratio = target_ratio;
     s.plots.push(plot);
     s.tables.push(table);
     s.tables.push(stats.into_table());
