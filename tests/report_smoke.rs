@@ -255,6 +255,23 @@ fn full_tiny_run() -> Result<(), String> {
     Ok(())
 }
 
+fn unknown_only_name_lists_the_valid_names() -> Result<(), String> {
+    let out = report_command(&["--tiny", "--only", "no_such_experiment"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running the report: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2) {
+        return Err(format!("expected exit status 2, got {:?}", out.status));
+    }
+    for exp in experiments::all() {
+        if !stderr.contains(exp.name) {
+            return Err(format!("the error does not list {:?}: {stderr}", exp.name));
+        }
+    }
+    Ok(())
+}
+
 /// Process ids whose parent is `parent` (from /proc).
 fn children_of(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -333,7 +350,11 @@ fn main() -> ExitCode {
     if std::env::var_os(AS_REPORT).is_some() {
         return app::main();
     }
-    let tests: [(&str, fn() -> Result<(), String>); 2] = [
+    let tests: [(&str, fn() -> Result<(), String>); 3] = [
+        (
+            "unknown --only name lists the valid names",
+            unknown_only_name_lists_the_valid_names,
+        ),
         (
             "tiny run: every section, plot and CSV; failures reported",
             full_tiny_run,

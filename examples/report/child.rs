@@ -97,8 +97,20 @@ pub fn run(args: &[String], limit: Duration) -> Result<BTreeMap<String, String>,
         .collect())
 }
 
-/// This process's peak resident set size in KiB (`getrusage(RUSAGE_SELF).ru_maxrss`).
+/// This process's peak resident set size in KiB: `VmHWM` of `/proc/self/status`, which starts
+/// afresh at `exec` (unlike `ru_maxrss`, which keeps the forking parent's peak), else
+/// `getrusage(RUSAGE_SELF).ru_maxrss`.
 pub fn peak_rss_kib() -> u64 {
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        });
+    if let Some(kib) = hwm {
+        return kib;
+    }
     // SAFETY: rusage is plain data; getrusage fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: RUSAGE_SELF and a valid out-pointer.

@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          placement) keeps the lock and its data in one cache and speeds up lock-intensive \
          programs.",
     );
-    let reps = ctx.mode.pick(1, 5, 15, 45);
+    let reps = ctx.mode.pick(1, 5, 25, 75);
     let rt = footprint::Runtime::builder()
         .workers(WORKERS)
         .build()

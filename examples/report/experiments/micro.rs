@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         "A yield between two green threads costs ≤ 15 ns and spawn + join of an empty green \
          thread ≤ 60 ns (one worker).",
     );
-    let budget = Duration::from_secs_f64(ctx.mode.pick(0.02, 0.3, 1.0, 3.0));
+    let budget = Duration::from_secs_f64(ctx.mode.pick(0.02, 0.3, 2.0, 5.0));
     let reps = ctx.reps();
     micro::configure_may();
     let rt1 = runtime(1)?;

@@ -86,7 +86,7 @@ pub fn all() -> Vec<Experiment> {
             name: "micro",
             title: "Runtime vs peers: yield and spawn + join",
             run: micro::run,
-            estimate_s: [0.5, 4.0, 15.0, 60.0],
+            estimate_s: [0.5, 4.0, 25.0, 70.0],
             limit_s: None,
         },
         Experiment {
@@ -128,7 +128,7 @@ pub fn all() -> Vec<Experiment> {
             name: "multiprog_002",
             title: "002: lock + barrier loop under multiprogramming degree 1–4",
             run: multiprog_002::run,
-            estimate_s: [2.0, 12.0, 45.0, 150.0],
+            estimate_s: [2.0, 12.0, 60.0, 190.0],
             limit_s: None,
         },
         Experiment {

@@ -22,7 +22,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          time slice a preempted holder needs) while informing locks and barriers stay close to \
          the best fixed policy at every degree.",
     );
-    let budget = Duration::from_secs_f64(ctx.mode.pick(0.03, 0.25, 1.0, 4.0));
+    let budget = Duration::from_secs_f64(ctx.mode.pick(0.03, 0.25, 2.5, 8.0));
     let reps = ctx.reps();
     let mut plot = Plot::new(
         "multiprog_002",

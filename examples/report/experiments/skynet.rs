@@ -187,7 +187,7 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
         PlotKind::Bars,
         "implementation",
         Axis::linear("size", "size"),
-        Axis::log("peak_rss_mib", "peak RSS, MiB (ru_maxrss)"),
+        Axis::log("peak_rss_mib", "peak RSS, MiB (VmHWM)"),
     );
     let mut table = Table::new(
         &format!("{w}: median time per run and peak RSS, one process per implementation"),

@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         eps: 1e-4,
         max_updates: ctx.mode.pick(8, 30, 40, 40),
     };
-    let reps = ctx.mode.pick(1, 3, 5, 15);
+    let reps = ctx.mode.pick(1, 3, 7, 21);
     let grid = Grid::new(side);
     let points = grid.points();
     let mut stats = StatsTable::new();

@@ -21,7 +21,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          synchronizations), affinity strategies that resume cache-warm threads first execute \
          more synchronizations per second than an order without affinity.",
     );
-    let reps = ctx.mode.pick(1, 3, 7, 21);
+    let reps = ctx.mode.pick(1, 3, 9, 27);
     let sweeps = (THREADS * ROUNDS) as f64;
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();

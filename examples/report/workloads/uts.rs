@@ -1,6 +1,7 @@
 //! A UTS-like unbalanced tree (after the Unbalanced Tree Search benchmark's geometric trees): every
 //! node derives its children's seeds from its own by a hash, and has between 0 and `2·branching`
-//! children (uniform, mean `branching`) down to `depth`. The tree is fixed by its parameters but
+//! children (uniform, mean `branching`; at least `branching` in the first [`BUSHY_LEVELS`]) down
+//! to `depth`. The tree is fixed by its parameters but
 //! unbalanced, so a scheduler cannot know the work in advance; each node does a little hashing
 //! (UTS hashes with SHA-1), and the answer is the node count (checked against [`sequential`]).
 
@@ -24,6 +25,10 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Levels whose nodes have at least `branching` children, so that the tree cannot die out near
+/// the root (below them a node may have none).
+pub const BUSHY_LEVELS: u32 = 2;
+
 /// A node's work (16 rounds of hashing) and its number of children.
 fn node(tree: Tree, seed: u64, level: u32) -> u64 {
     let mut h = seed;
@@ -32,6 +37,8 @@ fn node(tree: Tree, seed: u64, level: u32) -> u64 {
     }
     if level >= tree.depth {
         0
+    } else if level < BUSHY_LEVELS {
+        (h % (2 * tree.branching + 1)).max(tree.branching)
     } else {
         h % (2 * tree.branching + 1)
     }
