@@ -346,11 +346,14 @@ fn killed_run_leaves_no_background_copies() -> Result<(), String> {
     Ok(())
 }
 
+/// One check of this test: `Err` says what is wrong.
+type Check = fn() -> Result<(), String>;
+
 fn main() -> ExitCode {
     if std::env::var_os(AS_REPORT).is_some() {
         return app::main();
     }
-    let tests: [(&str, fn() -> Result<(), String>); 3] = [
+    let tests: [(&str, Check); 3] = [
         (
             "unknown --only name lists the valid names",
             unknown_only_name_lists_the_valid_names,

@@ -66,7 +66,7 @@ impl Grid {
                     link(p, at(r + 1, c), &mut neighbours);
                 }
                 if r + 1 < side && c + 1 < side {
-                    let diagonal = if mix((r * side + c) as u64) % 2 == 0 {
+                    let diagonal = if mix((r * side + c) as u64).is_multiple_of(2) {
                         at(r + 1, c + 1)
                     } else {
                         at(r + 1, c.saturating_sub(1))
