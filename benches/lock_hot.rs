@@ -51,6 +51,8 @@ use footprint::locks::placement;
 
 #[path = "common/lock_hot.rs"]
 mod bodies;
+#[path = "common/work.rs"]
+mod work;
 
 use bodies::{Green, LockBench, OsThreads, ALL, WORKERS};
 

@@ -26,6 +26,8 @@
 
 #[path = "common/multiprog.rs"]
 mod program;
+#[path = "common/work.rs"]
+mod work;
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
 use program::{Background, Variant};

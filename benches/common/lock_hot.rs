@@ -6,8 +6,10 @@
 // Each includer uses only some of these.
 #![allow(dead_code)]
 
+// The includer declares `work` (benches/common/work.rs) beside this module.
+pub use super::work::work;
+
 use std::collections::VecDeque;
-use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,18 +32,6 @@ pub const PER_PHASE: usize = OPS / PHASES;
 pub const SEGMENT_LOCKS: usize = 4;
 /// Workers of the footprint runtime.
 pub const WORKERS: usize = 2;
-
-/// Private work outside the critical section: a dependent chain the compiler cannot fold.
-#[inline(never)]
-pub fn work(units: u64, seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..units {
-        x = black_box(x)
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-    }
-    black_box(x)
-}
 
 /// A value on its own cache lines (no false sharing between neighbours).
 #[repr(align(128))]

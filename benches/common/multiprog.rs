@@ -10,7 +10,9 @@
 // Each includer uses only some of these.
 #![allow(dead_code)]
 
-use std::hint::black_box;
+// The includer declares `work` (benches/common/work.rs) beside this module.
+pub use super::work::work;
+
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -30,18 +32,6 @@ pub const INSIDE: u64 = 40;
 pub const OUTSIDE: u64 = 400;
 /// Environment variable that turns this binary into a background copy.
 pub const BACKGROUND_ENV: &str = "FOOTPRINT_MULTIPROG_BACKGROUND";
-
-#[inline(never)]
-pub fn work(units: u64, seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..units {
-        // black_box per step: the compiler can neither fold the recurrence nor drop the call.
-        x = black_box(x)
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-    }
-    black_box(x)
-}
 
 /// A lock around a `u64` counter.
 pub trait CounterLock: Sync {
@@ -203,13 +193,31 @@ impl Variant {
     }
 }
 
+/// Makes a child started by `command` die with the thread that starts it (`PR_SET_PDEATHSIG`:
+/// the kernel sends SIGKILL when that thread exits, also when the process is killed), and exit at
+/// once if its parent is already gone when it starts.
+pub fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
+    // functions (prctl, getppid, _exit), touching no state shared with the parent.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                // The parent died before prctl: nobody would stop us.
+                libc::_exit(0);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The background copies of one degree; killed on drop.
 pub struct Background(Vec<Child>);
 
 impl Background {
     pub fn start(variant: Variant, copies: usize) -> Background {
         let exe = std::env::current_exe().expect("the bench binary knows its path");
-        let parent = std::process::id() as libc::pid_t;
         let children = (0..copies)
             .map(|_| {
                 let mut command = Command::new(&exe);
@@ -220,20 +228,7 @@ impl Background {
                     .stdin(Stdio::piped())
                     .stdout(Stdio::null())
                     .stderr(Stdio::inherit());
-                // SAFETY: the closure runs in the forked child before exec and calls only
-                // async-signal-safe functions (prctl, getppid), touching no shared state.
-                unsafe {
-                    command.pre_exec(move || {
-                        // Belt and braces beside the pipe: the kernel kills the copy when the
-                        // thread that started it dies, even if the pipe is inherited elsewhere.
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                        if libc::getppid() != parent {
-                            // The parent died before prctl: nobody will stop us.
-                            libc::_exit(0);
-                        }
-                        Ok(())
-                    });
-                }
+                die_with_parent(&mut command);
                 command
                     .spawn()
                     .expect("starting a background copy of the bench")

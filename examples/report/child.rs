@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::workloads::multiprog::die_with_parent;
 
 /// The hidden subcommand that runs one measurement in a child (see `peers::child_main`).
 pub const SUBCOMMAND: &str = "__measure";
@@ -28,24 +29,13 @@ impl Drop for ChildGuard {
 /// Starts this binary with `args`, stdout piped, stderr piped, dying with its parent thread.
 fn start(args: &[String]) -> Result<ChildGuard, String> {
     let exe = std::env::current_exe().map_err(|e| format!("the report's own path: {e}"))?;
-    let parent = std::process::id() as libc::pid_t;
     let mut command = Command::new(exe);
     command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the forked child before exec and only calls the
-    // async-signal-safe prctl, getppid and _exit, touching no state shared with the parent.
-    unsafe {
-        command.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() != parent {
-                libc::_exit(0);
-            }
-            Ok(())
-        });
-    }
+    die_with_parent(&mut command);
     command
         .spawn()
         .map(|c| ChildGuard(Some(c)))

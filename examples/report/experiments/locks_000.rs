@@ -3,8 +3,9 @@
 //! `std::sync` as the peer.
 
 use footprint::locks::placement;
+use footprint::runtime::ReadyOrder;
 
-use crate::experiments::Ctx;
+use crate::experiments::{runtime, Ctx};
 use crate::measure::repeat;
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
@@ -42,10 +43,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          programs.",
     );
     let reps = ctx.mode.pick(1, 5, 25, 75);
-    let rt = footprint::Runtime::builder()
-        .workers(WORKERS)
-        .build()
-        .map_err(|e| format!("a {WORKERS}-worker runtime: {e}"))?;
+    let rt = runtime(WORKERS, ReadyOrder::default())?;
     let green = Green { rt };
     let mut stats = StatsTable::new();
     let mut plot = Plot::new(

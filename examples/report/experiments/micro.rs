@@ -4,18 +4,13 @@
 
 use std::time::Duration;
 
-use crate::experiments::Ctx;
+use footprint::runtime::ReadyOrder;
+
+use crate::experiments::{runtime, Ctx};
 use crate::measure::{per_iteration, Sample};
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
 use crate::workloads::micro;
-
-fn runtime(workers: usize) -> Result<footprint::Runtime, String> {
-    footprint::Runtime::builder()
-        .workers(workers)
-        .build()
-        .map_err(|e| format!("a {workers}-worker runtime: {e}"))
-}
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut s = Section::new(
@@ -28,8 +23,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let budget = Duration::from_secs_f64(ctx.mode.pick(0.02, 0.3, 2.0, 5.0));
     let reps = ctx.reps();
     micro::configure_may();
-    let rt1 = runtime(1)?;
-    let rt2 = runtime(2)?;
+    let rt1 = runtime(1, ReadyOrder::default())?;
+    let rt2 = runtime(2, ReadyOrder::default())?;
     let mut stats = StatsTable::new();
 
     // (benchmark, implementation, sample)

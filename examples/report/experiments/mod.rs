@@ -14,6 +14,7 @@ mod locks_000;
 mod machine;
 mod micro;
 mod multiprog_002;
+mod orders;
 mod reload_004;
 mod skynet;
 mod smoother_004;
@@ -22,6 +23,7 @@ mod uts;
 mod working_set_004;
 
 pub use machine::{build_info as machine_build_info, cpu_model as machine_cpu_model, load_average};
+pub use orders::runtime;
 pub use skynet::child_main;
 
 /// What an experiment gets: the mode and a way to say what it is doing.

@@ -1,7 +1,8 @@
 //! 004's irregular case: the active-threads smoother (workloads/smoother.rs), one green thread
 //! per point of an unstructured grid, per ready order.
 
-use crate::experiments::Ctx;
+use crate::experiments::orders::Comparison;
+use crate::experiments::{runtime, Ctx};
 use crate::measure::median;
 use crate::model::{
     format_ns, format_number, format_ratio, Axis, Plot, PlotKind, Section, Table, X,
@@ -60,11 +61,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut results = Vec::new();
     for (name, order) in ready_orders() {
         ctx.step(name);
-        let rt = footprint::Runtime::builder()
-            .workers(WORKERS)
-            .ready_order(order)
-            .build()
-            .map_err(|e| format!("a {WORKERS}-worker runtime: {e}"))?;
+        let rt = runtime(WORKERS, order)?;
         let runs = stats.record(name, &rt, || {
             (0..=reps)
                 .map(|_| {
@@ -107,25 +104,14 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     s.plots.push(plot);
     s.tables.push(table);
     s.tables.push(stats.into_table());
-    let best = results
-        .iter()
-        .min_by(|a, b| a.2.total_cmp(&b.2))
-        .cloned()
-        .ok_or("no ready order ran")?;
+    let c = Comparison::of(results.iter().map(|r| (r.0, r.2))).ok_or("no ready order ran")?;
     s.measured = format!(
         "best ready order {} at {} per smoothing step ({} of FIFO's)",
-        best.0,
-        format_ns(best.2),
-        format_ratio(best.2 / fifo)
+        c.best,
+        format_ns(c.best_value),
+        format_ratio(c.ratio())
     );
-    s.verdict = if best.0 != "footprint_fifo" && best.2 / fifo < 0.95 {
-        format!(
-            "an affinity order beats the no-affinity order: met ({})",
-            best.0
-        )
-    } else {
-        "no affinity order beats oldest-first by 5 % here: not shown on this machine".into()
-    };
+    s.verdict = c.verdict();
     s.notes.push(format!(
         "Every order does a different number of smoothing steps (the wake-ups decide), so the \
          figure compared is time per step; each point stops after {} steps at most.",

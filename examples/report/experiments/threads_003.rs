@@ -10,8 +10,9 @@
 use std::time::{Duration, Instant};
 
 use footprint::pmu::SamplerConfig;
+use footprint::runtime::ReadyOrder;
 
-use crate::experiments::Ctx;
+use crate::experiments::{runtime, Ctx};
 use crate::model::{format_number, Axis, Plot, PlotKind, Section, Status, Table, X};
 use crate::stats::StatsTable;
 use crate::workloads::lock_hot::{Green, OsThreads, ALL, WORKERS};
@@ -50,10 +51,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         history: 1000,
     })
     .map_err(|e| format!("starting the profile sampler: {e}"))?;
-    let rt = footprint::Runtime::builder()
-        .workers(WORKERS)
-        .build()
-        .map_err(|e| format!("a {WORKERS}-worker runtime: {e}"))?;
+    let rt = runtime(WORKERS, ReadyOrder::default())?;
     let green = Green { rt };
     let bench = &ALL[0]; // single_ctr: one contended lock
     let mut stats = StatsTable::new();

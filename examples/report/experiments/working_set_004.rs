@@ -4,7 +4,8 @@
 
 use footprint::sync::Barrier;
 
-use crate::experiments::Ctx;
+use crate::experiments::orders::Comparison;
+use crate::experiments::{runtime, Ctx};
 use crate::measure::repeat_whole;
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
@@ -29,11 +30,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut results: Vec<(String, f64)> = Vec::new();
     for (name, order) in ready_orders() {
         ctx.step(name);
-        let rt = footprint::Runtime::builder()
-            .workers(WORKERS)
-            .ready_order(order)
-            .build()
-            .map_err(|e| format!("a {WORKERS}-worker runtime: {e}"))?;
+        let rt = runtime(WORKERS, order)?;
         let mut data = vec![0u64; THREADS * WORDS];
         let mut runs = 0u64;
         let sample = stats.record(name, &rt, || {
@@ -100,22 +97,16 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     s.plots.push(plot);
     s.tables.push(table);
     s.tables.push(stats.into_table());
-    let (best_name, best) = results[..3]
-        .iter()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .cloned()
-        .unwrap_or_default();
+    let c = Comparison::of(results[..3].iter().map(|(n, t)| (n.as_str(), *t)))
+        .ok_or("no ready order ran")?;
     let std_time = results[3].1;
     s.measured = format!(
-        "best ready order {best_name} {} per run ({} of FIFO's, {} of 1024 OS threads')",
-        format_ns(best),
-        format_ratio(best / fifo),
-        format_ratio(best / std_time)
+        "best ready order {} {} per run ({} of FIFO's, {} of 1024 OS threads')",
+        c.best,
+        format_ns(c.best_value),
+        format_ratio(c.ratio()),
+        format_ratio(c.best_value / std_time)
     );
-    s.verdict = if best_name != "footprint_fifo" && best / fifo < 0.95 {
-        format!("an affinity order beats the no-affinity order: met ({best_name})")
-    } else {
-        "no affinity order beats oldest-first by 5 % here: not shown on this machine".into()
-    };
+    s.verdict = c.verdict();
     Ok(s)
 }

@@ -18,5 +18,7 @@ pub mod peers;
 pub mod skynet;
 pub mod smoother;
 pub mod uts;
+#[path = "../../../benches/common/work.rs"]
+pub mod work;
 #[path = "../../../benches/common/working_set.rs"]
 pub mod working_set;
