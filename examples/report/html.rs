@@ -45,7 +45,10 @@ fn inline(text: &str) -> String {
 }
 
 fn table(out: &mut String, t: &Table) {
-    let _ = writeln!(out, "<h4>{}</h4>\n<table>\n<tr>", inline(&t.title));
+    if !t.title.is_empty() {
+        let _ = writeln!(out, "<h4>{}</h4>", inline(&t.title));
+    }
+    let _ = writeln!(out, "<table>\n<tr>");
     for h in &t.header {
         let _ = write!(out, "<th>{}</th>", inline(h));
     }
@@ -80,7 +83,10 @@ pub fn render(header: &Header, sections: &[Section]) -> String {
         let _ = writeln!(out, "<li>{}</li>", inline(&line));
     }
     let _ = writeln!(out, "</ul>\n<h2>Summary</h2>");
-    table(&mut out, &summary(sections));
+    // The heading above names it already.
+    let mut overview = summary(sections);
+    overview.title.clear();
+    table(&mut out, &overview);
     for s in sections {
         let class = match s.status {
             Status::Measured => "measured",

@@ -122,11 +122,27 @@ pub fn run(_: &Ctx) -> Result<Section, String> {
     }
     s.tables.push(counters);
 
+    let levels: Vec<String> = topology
+        .caches()
+        .iter()
+        .filter(|c| c.cpus.first() == topology.cpus().first())
+        .map(|c| {
+            if c.size_bytes >= 1 << 20 {
+                format!("L{} {} MiB", c.level, c.size_bytes >> 20)
+            } else {
+                format!("L{} {} KiB", c.level, c.size_bytes >> 10)
+            }
+        })
+        .collect();
     s.measured = format!(
-        "{} CPUs, {} cache domains, {}; {}",
+        "{} CPUs ({}); hardware counters {}; {} build",
         topology.cpus().len(),
-        topology.caches().len(),
-        caps.summary(),
+        levels.join(", "),
+        if caps.hardware_group.is_available() {
+            "available"
+        } else {
+            "not available (see the probe below)"
+        },
         build.profile
     );
     s.verdict = if caps.cache_misses_available() {

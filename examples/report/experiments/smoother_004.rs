@@ -1,7 +1,7 @@
 //! 004's irregular case: the active-threads smoother (workloads/smoother.rs), one green thread
 //! per point of an unstructured grid, per ready order.
 
-use crate::experiments::orders::Comparison;
+use crate::experiments::orders::{cache_note, Comparison};
 use crate::experiments::{runtime, Ctx};
 use crate::measure::median;
 use crate::model::{
@@ -112,6 +112,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ratio(c.ratio())
     );
     s.verdict = c.verdict();
+    s.notes.push(cache_note(points * params.working_set));
     s.notes.push(format!(
         "Every order does a different number of smoothing steps (the wake-ups decide), so the \
          figure compared is time per step; each point stops after {} steps at most.",

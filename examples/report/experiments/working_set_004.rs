@@ -4,7 +4,7 @@
 
 use footprint::sync::Barrier;
 
-use crate::experiments::orders::Comparison;
+use crate::experiments::orders::{cache_note, Comparison};
 use crate::experiments::{runtime, Ctx};
 use crate::measure::repeat_whole;
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
@@ -108,5 +108,6 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ratio(c.best_value / std_time)
     );
     s.verdict = c.verdict();
+    s.notes.push(cache_note(THREADS * WORDS * 8));
     Ok(s)
 }
