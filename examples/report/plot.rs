@@ -104,7 +104,8 @@ fn range(values: impl Iterator<Item = f64>, log: bool, from_zero: bool) -> (f64,
         return if log { (1.0, 10.0) } else { (0.0, 1.0) };
     }
     if log {
-        (lo / 1.5, hi * 1.5)
+        // From the decade below the smallest value, so that every bar and point has height.
+        (10f64.powf((lo / 1.2).log10().floor()), hi * 1.5)
     } else {
         let lo = if from_zero { lo.min(0.0) } else { lo };
         let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);

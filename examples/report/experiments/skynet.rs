@@ -179,7 +179,7 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
         PlotKind::Bars,
         "implementation",
         Axis::linear("size", "size"),
-        Axis::log("time_ns", "time per run, ns (median)"),
+        Axis::log("time_ms", "time per run, ms (median)"),
     );
     let mut memory = Plot::new(
         &format!("{w}-memory"),
@@ -218,7 +218,7 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
             ctx.step(&format!("{label}: {imp}"));
             match measure_in_child(w, imp, *size, reps, limit) {
                 Ok(m) => {
-                    time.push(imp, X::Cat(label.clone()), m.median_ns);
+                    time.push(imp, X::Cat(label.clone()), m.median_ns / 1e6);
                     memory.push(imp, X::Cat(label.clone()), m.peak_rss_kib / 1024.0);
                     row.push(format!(
                         "{}, {:.1} MiB",
