@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         .find(|r| r.0 == "footprint_fifo")
         .map_or(f64::NAN, |r| r.2);
     for (name, time, per_update, updates, residual) in &results {
-        plot.push(name, X::Cat(format!("{points} points")), *per_update);
+        plot.push(name, X::Cat(format!("{points} points")), per_update / 1e3);
         table.row(vec![
             format!("`{name}`"),
             format_ns(*time),
