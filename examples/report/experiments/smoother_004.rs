@@ -38,10 +38,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         PlotKind::Bars,
         "ready_order",
         Axis::linear("workload", "workload"),
-        Axis::linear(
-            "ns_per_update",
-            "ns per smoothing step (median run ÷ steps)",
-        ),
+        Axis::linear("us_per_step", "µs per smoothing step (median run ÷ steps)"),
     );
     let mut table = Table::new(
         &format!(
