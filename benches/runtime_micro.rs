@@ -9,6 +9,10 @@
 //!   Target: footprint ≤ 60 ns. Peers: `may` (spawn + join from a coroutine) and `std::thread`
 //!   (spawn + join of an OS thread).
 //!
+//! - `*_counters_time`: the same with `Counters::Time` (run time, runs, migrations, steals and
+//!   parked time accounted at every switch); the rows without the suffix use the default
+//!   counters (`Counters::Off`). Target: time-only accounting ≤ +5 ns per switch.
+//!
 //! Runtimes are built once per benchmark, outside the timed loop; `iter_custom` times the loop
 //! inside the green thread so that `block_on`'s own start-up is not measured.
 //!
@@ -28,38 +32,46 @@ fn configure_may() {
     may::config().set_workers(1).set_stack_size(0x1000);
 }
 
+/// Two green threads ping-pong `iters` yields each on `rt`'s one worker; the time per yield.
+fn footprint_yields(rt: &footprint::Runtime, iters: u64) -> std::time::Duration {
+    rt.block_on(|| {
+        let started = Arc::new(AtomicBool::new(false));
+        let partner_started = Arc::clone(&started);
+        let partner = footprint::spawn(move || {
+            partner_started.store(true, Ordering::Release);
+            for _ in 0..iters {
+                footprint::yield_now();
+            }
+        });
+        // Both threads must be in their loops when timing starts.
+        while !started.load(Ordering::Acquire) {
+            footprint::yield_now();
+        }
+        let start = Instant::now();
+        for _ in 0..iters {
+            footprint::yield_now();
+        }
+        partner.join().expect("the partner does not panic");
+        start.elapsed() / 2
+    })
+}
+
 fn yield_benches(c: &mut Criterion) {
     configure_may();
     let mut group = c.benchmark_group("yield");
 
-    let rt = footprint::Runtime::builder()
-        .workers(1)
-        .build()
-        .expect("a one-worker runtime");
-    group.bench_function("footprint", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(|| {
-                let started = Arc::new(AtomicBool::new(false));
-                let partner_started = Arc::clone(&started);
-                let partner = footprint::spawn(move || {
-                    partner_started.store(true, Ordering::Release);
-                    for _ in 0..iters {
-                        footprint::yield_now();
-                    }
-                });
-                // Both threads must be in their loops when timing starts.
-                while !started.load(Ordering::Acquire) {
-                    footprint::yield_now();
-                }
-                let start = Instant::now();
-                for _ in 0..iters {
-                    footprint::yield_now();
-                }
-                partner.join().expect("the partner does not panic");
-                start.elapsed() / 2
-            })
-        })
-    });
+    // The default counters, then time-only accounting at every switch (issue 10 A).
+    for (name, counters) in [
+        ("footprint", footprint::Counters::default()),
+        ("footprint_counters_time", footprint::Counters::Time),
+    ] {
+        let rt = footprint::Runtime::builder()
+            .workers(1)
+            .counters(counters)
+            .build()
+            .expect("a one-worker runtime");
+        group.bench_function(name, |b| b.iter_custom(|iters| footprint_yields(&rt, iters)));
+    }
 
     group.bench_function("may", |b| {
         b.iter_custom(|iters| {
@@ -103,12 +115,17 @@ fn spawn_join_benches(c: &mut Criterion) {
     configure_may();
     let mut group = c.benchmark_group("spawn_join");
 
-    for workers in [1, 2] {
+    for (workers, suffix, counters) in [
+        (1, "", footprint::Counters::default()),
+        (2, "", footprint::Counters::default()),
+        (1, "_counters_time", footprint::Counters::Time),
+    ] {
         let rt = footprint::Runtime::builder()
             .workers(workers)
+            .counters(counters)
             .build()
             .expect("a runtime");
-        group.bench_function(format!("footprint_{workers}w"), |b| {
+        group.bench_function(format!("footprint_{workers}w{suffix}"), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(|| {
                     let start = Instant::now();

@@ -26,6 +26,7 @@ pub use footprint_runtime::{
     block_in_place, join, scope, spawn, spawn_blocking, yield_now, Builder, Error, GreenBuilder,
     GreenLocal, JoinHandle, Runtime, Scope, ScopedJoinHandle,
 };
+pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to
