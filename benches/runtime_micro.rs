@@ -70,7 +70,9 @@ fn yield_benches(c: &mut Criterion) {
             .counters(counters)
             .build()
             .expect("a one-worker runtime");
-        group.bench_function(name, |b| b.iter_custom(|iters| footprint_yields(&rt, iters)));
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| footprint_yields(&rt, iters))
+        });
     }
 
     group.bench_function("may", |b| {

@@ -114,7 +114,11 @@ pub(crate) fn to_duration(ticks: u64) -> Duration {
         return Duration::ZERO;
     }
     let ns = ticks as f64 * ns_per_tick();
-    Duration::from_nanos(if ns >= u64::MAX as f64 { u64::MAX } else { ns as u64 })
+    Duration::from_nanos(if ns >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        ns as u64
+    })
 }
 
 #[cfg(test)]
@@ -136,7 +140,10 @@ mod tests {
         let by_ticks = to_duration(t1 - t0).as_nanos() as f64;
         let by_instant = i1.duration_since(i0).as_nanos() as f64;
         let ratio = by_ticks / by_instant;
-        assert!((0.9..1.1).contains(&ratio), "tick time / Instant time = {ratio}");
+        assert!(
+            (0.9..1.1).contains(&ratio),
+            "tick time / Instant time = {ratio}"
+        );
         assert_eq!(to_duration(0), Duration::ZERO);
     }
 }

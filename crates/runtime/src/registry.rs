@@ -156,9 +156,12 @@ pub(crate) struct WorkerLocal {
     /// The last switch was a yield: let queued new work go before the ready threads.
     pub(crate) yielded: Cell<bool>,
     // accounting (issue 10 A): per-thread accounting on (`Shared::counters.timed`), the tick
-    // the current run began at, whether the job about to run was stolen, the counter source.
+    // the current run began at (between runs: the tick the last one ended at), whether that
+    // tick is too old to start the next run with, whether the job about to run was stolen,
+    // the counter source.
     pub(crate) timed: bool,
     pub(crate) run_start: Cell<u64>,
+    pub(crate) tick_stale: Cell<bool>,
     pub(crate) stolen: Cell<bool>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
@@ -189,6 +192,7 @@ impl WorkerLocal {
             yielded: Cell::new(false),
             timed: shared.counters.timed,
             run_start: Cell::new(0),
+            tick_stale: Cell::new(true),
             stolen: Cell::new(false),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),

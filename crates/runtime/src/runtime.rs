@@ -2,12 +2,12 @@
 
 use crate::counters::Counters;
 use crate::error::Error;
-use crate::stats::RuntimeStats;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
+use crate::stats::RuntimeStats;
 use crate::{context, handle, registry};
 use crossbeam_deque::{Injector, Worker as Deque};
 use crossbeam_utils::CachePadded;

@@ -327,7 +327,10 @@ mod tests {
         };
         let s = t.to_string();
         assert!(s.contains("runs") && s.contains(" 3\n"), "{s}");
-        assert!(s.contains("1.5 ms") && s.contains("42 (2 of 3 runs counted)"), "{s}");
+        assert!(
+            s.contains("1.5 ms") && s.contains("42 (2 of 3 runs counted)"),
+            "{s}"
+        );
         assert!(ThreadStats::default().to_string().contains("not measured"));
         let r = RuntimeStats {
             counters: "time only".into(),
@@ -340,7 +343,10 @@ mod tests {
             ..RuntimeStats::default()
         };
         let s = r.to_string();
-        assert!(s.contains("counters: time only") && s.contains("2/5"), "{s}");
+        assert!(
+            s.contains("counters: time only") && s.contains("2/5"),
+            "{s}"
+        );
         assert_eq!(r.workers[0].steals(), 7);
     }
 }

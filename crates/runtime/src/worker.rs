@@ -176,6 +176,7 @@ impl WorkerLocal {
                 continue;
             }
             if let Some(j) = self.steal() {
+                self.tick_stale.set(true);
                 if woke {
                     // Wake chain: there may be more work than the publishers' wakes covered.
                     shared.notify_one(self.index);
@@ -205,7 +206,10 @@ impl WorkerLocal {
         let r = self.idle_inner(shared);
         shared.idle.fetch_sub(1, Ordering::SeqCst);
         let acct = &shared.workers[self.index].acct;
-        bump(&acct.idle_ticks, clock::ticks().wrapping_sub(since));
+        let now = clock::ticks();
+        bump(&acct.idle_ticks, now.wrapping_sub(since));
+        self.run_start.set(now);
+        self.tick_stale.set(false);
         r
     }
 
@@ -310,6 +314,7 @@ impl WorkerLocal {
                 }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
                 CoroutineResult::Return(exit) => {
+                    self.tick_stale.set(true);
                     *t.trap.get() = None;
                     let co = (*t.co.get()).take().expect("coroutine present");
                     let size = *t.stack_size.get();
@@ -335,9 +340,18 @@ impl WorkerLocal {
 
     /// Accounts the start of a run of `t` (counters on): the run, a migration, a steal, the
     /// parked time, and the counter source's start reading.
+    ///
+    /// One clock read per switch: a run starts at the tick its worker's previous run ended
+    /// (so the scheduler's pick of the next thread, a few ns, is counted in the run it
+    /// picked), unless the worker did something longer since (finished a thread, stole, went
+    /// idle), which asks for a fresh read (`tick_stale`).
     #[inline]
     fn begin_run(&self, t: &Task) {
-        let now = clock::ticks();
+        let now = if self.tick_stale.replace(false) {
+            clock::ticks()
+        } else {
+            self.run_start.get()
+        };
         let moved = t.last_worker.load(Ordering::Relaxed) != self.index;
         t.acct.begin_run(now, moved, self.stolen.replace(false));
         // SAFETY: owner-only; no other borrow of the source is live.

@@ -43,9 +43,10 @@ fn scripted_runtime(kind: PolicyKind) -> (Runtime, ScriptFeeder) {
         .workers(1)
         .ready_order(ReadyOrder::Policy(Policy::new(kind)))
         .counters(Counters::source(move |_| {
-            let src = slot.lock().unwrap().take().ok_or_else(|| {
-                PmuError::InvalidConfig("one worker, one scripted source".into())
-            })?;
+            let src =
+                slot.lock().unwrap().take().ok_or_else(|| {
+                    PmuError::InvalidConfig("one worker, one scripted source".into())
+                })?;
             Ok(Box::new(src))
         }))
         .build()
@@ -132,7 +133,10 @@ fn misses_order(kind: PolicyKind) {
         let unparkers = s.unparkers.lock().unwrap();
         for id in WAKE_ORDER {
             s.released[id].store(true, Ordering::Release);
-            unparkers[id].as_ref().expect("registered").unpark(Placement::Anywhere);
+            unparkers[id]
+                .as_ref()
+                .expect("registered")
+                .unpark(Placement::Anywhere);
         }
     })
     .join()
@@ -142,7 +146,10 @@ fn misses_order(kind: PolicyKind) {
     let resumed = stage.resume_order.lock().unwrap().clone();
     let cpu = rt.worker_cpus()[0];
     let expected = expected_order(kind, cpu, &parked);
-    assert_eq!(resumed, expected, "{kind}: parked {parked:?}, woken {WAKE_ORDER:?}");
+    assert_eq!(
+        resumed, expected,
+        "{kind}: parked {parked:?}, woken {WAKE_ORDER:?}"
+    );
     // The counts reached the threads' records too: the scripted misses of the first run,
     // read during the second (not yet counted) one.
     for (id, s) in stats.iter().enumerate() {
@@ -297,7 +304,10 @@ fn failing_sources_fall_back_to_time() {
                 if worker == 1 {
                     return Err(PmuError::InvalidConfig("no source for worker 1".into()));
                 }
-                Ok(Box::new(ScriptedSource::new(&[Event::LlcMisses], [[0u64]])?))
+                Ok(Box::new(ScriptedSource::new(
+                    &[Event::LlcMisses],
+                    [[0u64]],
+                )?))
             }))
             .build()
             .unwrap();
@@ -338,7 +348,10 @@ fn hardware_counters_error_says_why() {
             assert!(!reason.is_empty());
             let msg = Error::NoHardwareCounters { reason }.to_string();
             assert!(msg.contains("Counters::Auto"), "{msg}");
-            eprintln!("no PMU here ({}): positive Hardware case skipped", caps.summary());
+            eprintln!(
+                "no PMU here ({}): positive Hardware case skipped",
+                caps.summary()
+            );
             let auto = Runtime::builder()
                 .workers(1)
                 .counters(Counters::Auto)
