@@ -35,15 +35,19 @@ pub(crate) struct ThreadAccount {
     pub(crate) counted_runs: AtomicU64,
     /// The tick at which it last parked (0: not parked since its last run).
     pub(crate) park_stamp: AtomicU64,
+    /// Nanoseconds it waited for locks (the locks' wait sink, written by the thread itself while
+    /// it runs; counted whatever the counter setting).
+    pub(crate) lock_wait_ns: AtomicU64,
 }
 
 impl ThreadAccount {
-    /// Zeroes the record (the control block starts a new green thread). Every field stays zero
-    /// until a first run is accounted, so a record with no runs is already clean (one load on
-    /// the spawn path when counters are off).
+    /// Zeroes the record (the control block starts a new green thread). Every field but the
+    /// lock wait stays zero until a first run is accounted, so a record with no runs and no lock
+    /// wait is already clean (two loads on the spawn path when counters are off).
     #[inline]
     pub(crate) fn reset(&self) {
-        if self.runs.load(Ordering::Relaxed) == 0 {
+        if self.runs.load(Ordering::Relaxed) == 0 && self.lock_wait_ns.load(Ordering::Relaxed) == 0
+        {
             return;
         }
         for c in [
@@ -55,6 +59,7 @@ impl ThreadAccount {
             &self.misses,
             &self.counted_runs,
             &self.park_stamp,
+            &self.lock_wait_ns,
         ] {
             c.store(0, Ordering::Relaxed);
         }

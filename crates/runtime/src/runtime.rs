@@ -317,6 +317,7 @@ fn worker_main(
     let _ = ready.send(pinned);
     drop(ready);
     let prev_hook = footprint_locks::install_hook(&crate::hook::GREEN_HOOK);
+    let prev_sink = footprint_locks::stats::set_thread_wait_sink(Some(crate::hook::lock_wait_sink));
     let _alt = crate::overflow::AltStack::install();
     let mut local = WorkerLocal::new(index, &shared, deque);
     let self_ptr = &local as *const WorkerLocal;
@@ -331,6 +332,7 @@ fn worker_main(
         drop(j.into_job());
     }
     context::set_ctx(std::ptr::null());
+    footprint_locks::stats::set_thread_wait_sink(prev_sink);
     match prev_hook {
         Some(h) => {
             footprint_locks::install_hook(h);

@@ -51,9 +51,9 @@ pub struct ThreadStats {
     pub misses: Option<u64>,
     /// Runs whose misses were counted.
     pub counted_runs: u64,
-    /// Time waiting for locks. `None`: the locks crate counts lock-wait time per lock and per
-    /// process (`footprint_locks::stats::process_lock_wait_ns`), not per green thread.
-    pub lock_wait: Option<Duration>,
+    /// Time it waited for `footprint_locks` locks (contended acquisitions, spinning and parked;
+    /// counted whatever the counter setting, through the locks' per-thread wait sink).
+    pub lock_wait: Duration,
 }
 
 impl ThreadStats {
@@ -69,7 +69,7 @@ impl ThreadStats {
             parked_time: clock::to_duration(ld(&a.parked_ticks)),
             misses: (counted_runs > 0).then(|| ld(&a.misses)),
             counted_runs,
-            lock_wait: None,
+            lock_wait: Duration::from_nanos(ld(&a.lock_wait_ns)),
         }
     }
 }
@@ -103,7 +103,8 @@ impl fmt::Display for ThreadStats {
         if self.runs == 0 {
             return writeln!(
                 f,
-                "green thread: not measured (counters off, or it never ran on a worker)"
+                "green thread: not measured (counters off, or it never ran on a worker); lock wait {}",
+                fmt_duration(self.lock_wait)
             );
         }
         writeln!(f, "green thread")?;
@@ -120,10 +121,7 @@ impl fmt::Display for ThreadStats {
             )?,
             None => writeln!(f, "  misses       {:>12}", "not counted")?,
         }
-        match self.lock_wait {
-            Some(d) => writeln!(f, "  lock wait    {:>12}", fmt_duration(d)),
-            None => writeln!(f, "  lock wait    {:>12}", "per process"),
-        }
+        writeln!(f, "  lock wait    {:>12}", fmt_duration(self.lock_wait))
     }
 }
 

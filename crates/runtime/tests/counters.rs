@@ -293,6 +293,30 @@ fn parked_time_is_counted() {
     });
 }
 
+/// A lock wait counts for the green thread that waited, not for the holder: on one worker the
+/// holder yields while holding, so the thread it spawned finds the lock taken.
+#[test]
+fn lock_wait_is_attributed_to_the_waiter() {
+    with_watchdog(60, "lock wait", || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let (holder, waiter) = rt.block_on(|| {
+            let m = Arc::new(footprint_locks::Mutex::new(0u64));
+            let g = m.lock();
+            let m2 = m.clone();
+            let waiter = footprint_runtime::spawn(move || {
+                *m2.lock() += 1;
+                current_stats().unwrap()
+            });
+            yield_now(); // the waiter runs and finds the lock held
+            drop(g);
+            let waiter = waiter.join().unwrap();
+            (current_stats().unwrap(), waiter)
+        });
+        assert!(waiter.lock_wait > std::time::Duration::ZERO, "{waiter}");
+        assert_eq!(holder.lock_wait, std::time::Duration::ZERO, "{holder}");
+    });
+}
+
 /// A source that runs out mid-run (its second read fails) and a source that cannot be made:
 /// the failures are counted and reported, accounting goes on with time only, no thread is lost.
 #[test]
