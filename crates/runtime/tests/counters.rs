@@ -185,56 +185,67 @@ fn reload_transient_orders_by_the_scripted_counts() {
     });
 }
 
-/// Each green thread counts its own yields; its runs are one more (its first start), on a
-/// two-worker runtime where threads migrate and are stolen. The per-worker runs add up to the
-/// threads' runs, and the run time of all threads fits in wall time × workers.
+/// Each green thread counts its own yields; its runs are one more (its first start), on
+/// `workers` workers where threads migrate and are stolen. The per-worker runs add up to the
+/// threads' runs exactly, and the run time of all threads fits in wall time × workers.
+fn accounting_sums(workers: usize, n: u64) {
+    let start = Instant::now();
+    let rt = Runtime::builder()
+        .workers(workers)
+        .counters(Counters::Time)
+        .build()
+        .unwrap();
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            rt.spawn(move || {
+                let yields = 5 + i % 7;
+                let mut counted = 0;
+                for _ in 0..yields {
+                    yield_now();
+                    counted += 1;
+                }
+                (counted, current_stats().unwrap())
+            })
+        })
+        .collect();
+    let mut thread_runs = 0;
+    let mut run_time = std::time::Duration::ZERO;
+    for h in handles {
+        while !h.is_finished() {
+            std::thread::yield_now();
+        }
+        let after = h.stats();
+        let (yields, inside) = h.join().unwrap();
+        assert_eq!(inside.runs, yields + 1, "{inside}");
+        assert_eq!(after.runs, yields + 1, "{after}");
+        assert!(after.run_time >= inside.run_time);
+        assert!(after.migrations < after.runs && after.steals <= after.runs);
+        assert_eq!(after.misses, None, "time only counts no misses");
+        thread_runs += after.runs;
+        run_time += after.run_time;
+    }
+    let wall = start.elapsed();
+    let stats = rt.stats();
+    assert_eq!(stats.counters, "time only");
+    let worker_runs: u64 = stats.workers.iter().map(|w| w.runs).sum();
+    assert_eq!(worker_runs, thread_runs, "{stats}");
+    assert!(
+        run_time <= wall * workers as u32,
+        "run {run_time:?} > wall {wall:?} x {workers}"
+    );
+    let busy: std::time::Duration = stats.workers.iter().map(|w| w.busy_time).sum();
+    assert!(busy >= run_time, "{stats}");
+}
+
 #[test]
 fn accounting_sums_match_switches() {
-    with_watchdog(60, "accounting sums", || {
-        const N: u64 = 40;
-        let start = Instant::now();
-        let rt = Runtime::builder()
-            .workers(2)
-            .counters(Counters::Time)
-            .build()
-            .unwrap();
-        let handles: Vec<_> = (0..N)
-            .map(|i| {
-                rt.spawn(move || {
-                    let yields = 5 + i % 7;
-                    let mut counted = 0;
-                    for _ in 0..yields {
-                        yield_now();
-                        counted += 1;
-                    }
-                    (counted, current_stats().unwrap())
-                })
-            })
-            .collect();
-        let mut thread_runs = 0;
-        let mut run_time = std::time::Duration::ZERO;
-        for h in handles {
-            while !h.is_finished() {
-                std::thread::yield_now();
-            }
-            let after = h.stats();
-            let (yields, inside) = h.join().unwrap();
-            assert_eq!(inside.runs, yields + 1, "{inside}");
-            assert_eq!(after.runs, yields + 1, "{after}");
-            assert!(after.run_time >= inside.run_time);
-            assert!(after.migrations < after.runs && after.steals <= after.runs);
-            assert_eq!(after.misses, None, "time only counts no misses");
-            thread_runs += after.runs;
-            run_time += after.run_time;
-        }
-        let wall = start.elapsed();
-        let stats = rt.stats();
-        assert_eq!(stats.counters, "time only");
-        let worker_runs: u64 = stats.workers.iter().map(|w| w.runs).sum();
-        assert_eq!(worker_runs, thread_runs, "{stats}");
-        assert!(run_time <= wall * 2, "run {run_time:?} > wall {wall:?} x 2");
-        let busy: std::time::Duration = stats.workers.iter().map(|w| w.busy_time).sum();
-        assert!(busy >= run_time, "{stats}");
+    with_watchdog(60, "accounting sums, 2 workers", || accounting_sums(2, 40));
+}
+
+#[test]
+fn accounting_sums_stress_five_workers() {
+    with_watchdog(120, "accounting sums, 5 workers", || {
+        accounting_sums(5, 2_000)
     });
 }
 
