@@ -12,6 +12,8 @@
 //! - `footprint_fifo`: oldest woken first (round-robin over all groups: every resume reloads);
 //! - `footprint_virtual_time`: the affinity crate's VirtualTime policy ordering each worker's ready
 //!   heap (004 Table 3.3: the thread this worker ran most recently first, by a per-worker stamp);
+//! - `footprint_virtual_time_counters_time`: the same with `Counters::Time` (run time, runs,
+//!   migrations, steals and parked time accounted at every switch): what accounting costs here;
 //! - `std_threads` (peer): the same program on 1024 OS threads with `std::sync::Barrier`, scheduled
 //!   by the kernel (thread creation included: it is part of using OS threads for this).
 //!
@@ -27,6 +29,7 @@ use std::sync::OnceLock;
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::affinity::{Policy, PolicyKind};
 use footprint::runtime::ReadyOrder;
+use footprint::Counters;
 use footprint::sync::Barrier;
 
 const THREADS: usize = 1024;
@@ -112,17 +115,18 @@ fn working_set(c: &mut Criterion) {
 
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
-    for (name, order) in [
-        ("footprint_lifo", ReadyOrder::Lifo),
-        ("footprint_fifo", ReadyOrder::Fifo),
-        (
-            "footprint_virtual_time",
-            ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)),
-        ),
+    let vt = ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime));
+    for (name, order, counters) in [
+        ("footprint_lifo", ReadyOrder::Lifo, Counters::Off),
+        ("footprint_fifo", ReadyOrder::Fifo, Counters::Off),
+        ("footprint_virtual_time", vt, Counters::Off),
+        // Time accounting at every switch (issue 10 A): its cost at the scale of a workload.
+        ("footprint_virtual_time_counters_time", vt, Counters::Time),
     ] {
         let rt = footprint::Runtime::builder()
             .workers(WORKERS)
             .ready_order(order)
+            .counters(counters)
             .build()
             .expect("a 2-worker runtime");
         let mut data = vec![0u64; THREADS * WORDS];
