@@ -29,8 +29,8 @@ use std::sync::OnceLock;
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::affinity::{Policy, PolicyKind};
 use footprint::runtime::ReadyOrder;
-use footprint::Counters;
 use footprint::sync::Barrier;
+use footprint::Counters;
 
 const THREADS: usize = 1024;
 const WORKING_SET_BYTES: usize = 64 << 10;
