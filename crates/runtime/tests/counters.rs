@@ -150,6 +150,15 @@ fn misses_order(kind: PolicyKind) {
         resumed, expected,
         "{kind}: parked {parked:?}, woken {WAKE_ORDER:?}"
     );
+    // The counts decide the order: without them (VirtualTime, what these policies fall back
+    // to: the most recently parked first) it would differ. ReloadTransient needs the worker's
+    // cache domain for that.
+    let ledger = Arc::new(Ledger::for_last_level(&Topology::detect()));
+    if kind != PolicyKind::ReloadTransient || WorkerAffinity::new(0, cpu, ledger).domain().is_some()
+    {
+        let uncounted: Vec<usize> = parked.iter().rev().copied().collect();
+        assert_ne!(resumed, uncounted, "{kind}: the order ignores the misses");
+    }
     // The counts reached the threads' records too: the scripted misses of the first run,
     // read during the second (not yet counted) one.
     for (id, s) in stats.iter().enumerate() {
