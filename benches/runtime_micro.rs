@@ -9,6 +9,10 @@
 //!   Target: footprint ≤ 60 ns. Peers: `may` (spawn + join from a coroutine) and `std::thread`
 //!   (spawn + join of an OS thread).
 //!
+//! - `*_counters_time`: the same with `Counters::Time` (run time, runs, migrations, steals and
+//!   parked time accounted at every switch); the rows without the suffix use the default
+//!   counters (`Counters::Off`). Target: time-only accounting ≤ +5 ns per switch.
+//!
 //! Runtimes are built once per benchmark, outside the timed loop; `iter_custom` times the loop
 //! inside the green thread so that `block_on`'s own start-up is not measured.
 //!
@@ -23,13 +27,20 @@ fn yield_benches(c: &mut Criterion) {
     micro::configure_may();
     let mut group = c.benchmark_group("yield");
 
-    let rt = footprint::Runtime::builder()
-        .workers(1)
-        .build()
-        .expect("a one-worker runtime");
-    group.bench_function("footprint", |b| {
-        b.iter_custom(|iters| micro::footprint_yield(&rt, iters))
-    });
+    // The default counters, then time-only accounting at every switch (issue 10 A).
+    for (name, counters) in [
+        ("footprint", footprint::Counters::default()),
+        ("footprint_counters_time", footprint::Counters::Time),
+    ] {
+        let rt = footprint::Runtime::builder()
+            .workers(1)
+            .counters(counters)
+            .build()
+            .expect("a one-worker runtime");
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| micro::footprint_yield(&rt, iters))
+        });
+    }
     group.bench_function("may", |b| b.iter_custom(micro::may_yield));
     group.bench_function("corosensei_resume_suspend", |b| {
         b.iter_custom(micro::corosensei_resume_suspend)
@@ -41,12 +52,17 @@ fn spawn_join_benches(c: &mut Criterion) {
     micro::configure_may();
     let mut group = c.benchmark_group("spawn_join");
 
-    for workers in [1, 2] {
+    for (workers, suffix, counters) in [
+        (1, "", footprint::Counters::default()),
+        (2, "", footprint::Counters::default()),
+        (1, "_counters_time", footprint::Counters::Time),
+    ] {
         let rt = footprint::Runtime::builder()
             .workers(workers)
+            .counters(counters)
             .build()
             .expect("a runtime");
-        group.bench_function(format!("footprint_{workers}w"), |b| {
+        group.bench_function(format!("footprint_{workers}w{suffix}"), |b| {
             b.iter_custom(|iters| micro::footprint_spawn_join(&rt, iters))
         });
     }

@@ -12,6 +12,8 @@
 //! - `footprint_fifo`: oldest woken first (round-robin over all groups: every resume reloads);
 //! - `footprint_virtual_time`: the affinity crate's VirtualTime policy ordering each worker's ready
 //!   heap (004 Table 3.3: the thread this worker ran most recently first, by a per-worker stamp);
+//! - `footprint_virtual_time_counters_time`: the same with `Counters::Time` (run time, runs,
+//!   migrations, steals and parked time accounted at every switch): what accounting costs here;
 //! - `std_threads` (peer): the same program on 1024 OS threads with `std::sync::Barrier`, scheduled
 //!   by the kernel (thread creation included: it is part of using OS threads for this).
 //!
@@ -26,6 +28,7 @@ mod workload;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::sync::Barrier;
+use footprint::Counters;
 use workload::{
     check, ready_orders, run_footprint, run_std_threads, GROUP, THREADS, WORDS, WORKERS,
 };
@@ -36,10 +39,18 @@ fn working_set(c: &mut Criterion) {
 
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
-    for (name, order) in ready_orders() {
+    // Every ready order without accounting, then VirtualTime with time accounting at every
+    // switch (issue 10 A): its cost at the scale of a workload.
+    let [.., (_, vt)] = ready_orders();
+    let rows = ready_orders()
+        .into_iter()
+        .map(|(name, order)| (name, order, Counters::Off))
+        .chain([("footprint_virtual_time_counters_time", vt, Counters::Time)]);
+    for (name, order, counters) in rows {
         let rt = footprint::Runtime::builder()
             .workers(WORKERS)
             .ready_order(order)
+            .counters(counters)
             .build()
             .expect("a 2-worker runtime");
         let mut data = vec![0u64; THREADS * WORDS];

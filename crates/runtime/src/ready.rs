@@ -47,9 +47,10 @@ pub enum ReadyOrder {
     Fifo,
     /// By an affinity policy (`footprint_affinity`, 004 Table 3.3). Each worker keeps a
     /// `WorkerAffinity` and each green thread a `ThreadAffinity`; when a thread stops (yields or
-    /// parks) on a worker the runtime calls `policy.on_stop(thread, None, worker)` (no cache-miss
-    /// counts: the runtime has no per-run PMU sample, so the miss-based policies order like
-    /// `VirtualTime`), and when it becomes ready for a worker it is pushed with
+    /// parks) on a worker the runtime calls `policy.on_stop(thread, misses, worker)` with the
+    /// cache misses of that run when a counter source counts them
+    /// ([`Builder::counters`](crate::Builder::counters); `None` otherwise, and then the
+    /// miss-based policies order like `VirtualTime`), and when it becomes ready for a worker it is pushed with
     /// `policy.key(thread, worker)`, computed for the worker that will run it: by the waker when
     /// that is the same worker, otherwise by the target worker when it takes the thread from its
     /// inbox. Smaller keys run first, FIFO on ties.
@@ -184,15 +185,16 @@ impl PolicyReady {
         }
     }
 
-    /// Records that `t` stopped on this worker.
+    /// Records that `t` stopped on this worker after a run with `misses` cache misses (`None`:
+    /// not counted; see [`Counters`](crate::Counters)).
     ///
     /// # Safety
     /// The caller holds `t`'s run reference (it just ran on this worker).
     #[inline(never)]
-    unsafe fn on_stop(&self, t: &Task) {
+    unsafe fn on_stop(&self, t: &Task, misses: Option<u64>) {
         // SAFETY: per the contract the affinity record is ours to write.
         self.policy
-            .on_stop(unsafe { t.affinity_mut() }, None, &self.worker);
+            .on_stop(unsafe { t.affinity_mut() }, misses, &self.worker);
     }
 
     /// A thread that yielded here: recorded, then behind every ready thread.
@@ -200,9 +202,9 @@ impl PolicyReady {
     /// # Safety
     /// As for [`PolicyReady::on_stop`].
     #[inline(never)]
-    unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+    unsafe fn push_yielded(&mut self, t: Arc<Task>, misses: Option<u64>) {
         // SAFETY: per the contract.
-        unsafe { self.on_stop(&t) };
+        unsafe { self.on_stop(&t, misses) };
         self.heap.push(u64::MAX, Job::Task(t));
     }
 
@@ -248,12 +250,12 @@ impl ReadyQueue {
     /// # Safety
     /// The caller holds `t`'s run reference (it just yielded on this worker).
     #[inline]
-    pub(crate) unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+    pub(crate) unsafe fn push_yielded(&mut self, t: Arc<Task>, misses: Option<u64>) {
         match self {
             ReadyQueue::Lifo(q) => q.push_front(Job::Task(t)),
             ReadyQueue::Fifo(q) => q.push_back(Job::Task(t)),
             // SAFETY: per the contract.
-            ReadyQueue::Policy(p) => unsafe { p.push_yielded(t) },
+            ReadyQueue::Policy(p) => unsafe { p.push_yielded(t, misses) },
         }
     }
     /// A thread that parks on this worker (before its park state is published).
@@ -261,10 +263,10 @@ impl ReadyQueue {
     /// # Safety
     /// The caller holds `t`'s run reference.
     #[inline]
-    pub(crate) unsafe fn on_park(&self, t: &Task) {
+    pub(crate) unsafe fn on_park(&self, t: &Task, misses: Option<u64>) {
         if let ReadyQueue::Policy(p) = self {
             // SAFETY: per the contract.
-            unsafe { p.on_stop(t) }
+            unsafe { p.on_stop(t, misses) }
         }
     }
     #[inline]
@@ -423,9 +425,9 @@ mod tests {
         // SAFETY: the tasks are not running; this test is their only user.
         unsafe {
             for t in &tasks[..4] {
-                q.on_park(t);
+                q.on_park(t, None);
             }
-            q.push_yielded(tasks[4].clone());
+            q.push_yielded(tasks[4].clone(), None);
         }
         q.push_woken(Job::Task(tasks[0].clone()));
         q.push_woken(Job::Task(tasks[1].clone()));
