@@ -44,6 +44,7 @@
 //! ```
 
 use crate::ledger::{DomainId, Footprint, Ledger};
+use crate::topology::Topology;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,6 +52,9 @@ use std::sync::Arc;
 /// [`MissSum`] halves a thread's cumulative misses every this many scheduling operations
 /// (stops) of the worker it last ran on.
 pub const MISS_SUM_HALF_LIFE: u64 = 32;
+
+/// [`Policy::auto_for`] keeps VirtualTime on one-node machines of at most this many CPUs.
+pub const AUTO_UMA_CPUS: usize = 16;
 
 /// Fixed-point scale of [`ReloadTransient`] keys: 256 key units per expected miss.
 pub const RELOAD_KEY_SCALE: f64 = 256.0;
@@ -455,6 +459,29 @@ impl Policy {
             (PolicyKind::ReloadTransient, "cache-miss counts available")
         } else {
             (PolicyKind::VirtualTime, "no cache-miss counts")
+        };
+        Policy {
+            auto_reason: Some(reason),
+            ..Policy::new(kind)
+        }
+    }
+
+    /// AUTO_FOR_PLACEHOLDER
+    pub fn auto_for(topology: &Topology, cache_misses_available: bool) -> Policy {
+        let cpus = topology.cpus().len();
+        let nodes = topology.numa_nodes().len();
+        let (kind, reason) = if !cache_misses_available {
+            (PolicyKind::VirtualTime, "no cache-miss counts")
+        } else if nodes > 1 || cpus > AUTO_UMA_CPUS {
+            (
+                PolicyKind::ReloadTransient,
+                "cache-miss counts on a NUMA or large machine",
+            )
+        } else {
+            (
+                PolicyKind::VirtualTime,
+                "small one-node machine: miss counts do not pay",
+            )
         };
         Policy {
             auto_reason: Some(reason),
