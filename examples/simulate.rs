@@ -11,6 +11,7 @@
 //! lock-multi`, `--cpus LIST` (a sweep over the first CPUs of the machine), `--syncs N`,
 //! `--sample S` (set sampling: simulate 1 line in S), `--cache lru|random`, `--count-level L`
 //! (default: the last level, as the runtime's ledger), `--wake waker|last`, `--no-pmu`,
+//! `--private-only` (drop the shared caches: private caches and NUMA memory, like 004's machine),
 //! `--seed N`, `--policies LIST`, `--out DIR`; `--check-model [--model-lines N]
 //! [--model-seeds N]` runs the model check and exits 1 when a tolerance is missed.
 
@@ -32,12 +33,13 @@ struct Args {
     cfg: SimConfig,
     check_model: bool,
     model: ModelCheckParams,
+    private_only: bool,
 }
 
 fn usage() -> &'static str {
     "usage: simulate [--machine this|2x16|4x16|NxM] [--workload regular|smoother|fragments|\
      lock-counter|lock-multi] [--cpus 2,4,8] [--syncs N] [--sample S] [--cache lru|random] \
-     [--count-level L] [--wake waker|last] [--no-pmu] [--seed N] [--policies a,b] [--out DIR] \
+     [--count-level L] [--wake waker|last] [--no-pmu] [--private-only] [--seed N] [--policies a,b] [--out DIR] \
      | --check-model [--model-lines N] [--model-seeds N]"
 }
 
@@ -54,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         },
         check_model: false,
         model: ModelCheckParams::default(),
+        private_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -100,6 +103,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--no-pmu" => a.cfg.miss_counts = false,
+            "--private-only" => a.private_only = true,
             "--policies" => {
                 a.policies = value()?
                     .split(',')
@@ -151,6 +155,12 @@ fn main() -> ExitCode {
         return run_model_check(&args.model);
     }
     let machine = match Machine::preset(&args.machine) {
+        Ok(mut m) if args.private_only => {
+            // 004's Convex SPP: private caches only, misses go to (NUMA) memory.
+            m.shared.clear();
+            m.name.push_str(" private-only");
+            m
+        }
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
@@ -204,7 +214,7 @@ fn main() -> ExitCode {
         "{} on {} ({:?} caches, 1/{} set sampling, wake to {:?}, {} syncs)",
         rows.first()
             .map_or(args.workload.clone(), |r| r.workload.clone()),
-        args.machine,
+        machine.name,
         args.cfg.cache,
         args.cfg.sample,
         args.cfg.wake,
@@ -216,7 +226,16 @@ fn main() -> ExitCode {
         eprintln!("cannot create {}: {e}", args.out.display());
         return ExitCode::FAILURE;
     }
-    let stem = format!("simulate-{}-{}", args.machine, args.workload);
+    let stem = format!(
+        "simulate-{}-{}{}",
+        args.machine,
+        args.workload,
+        if args.private_only {
+            "-private-only"
+        } else {
+            ""
+        }
+    );
     let csv_path = args.out.join(format!("{stem}.csv"));
     let svg_path = args.out.join(format!("{stem}.svg"));
     for (path, text) in [

@@ -76,7 +76,10 @@ impl Cache {
     /// dividing the set count ([`crate::machine::Machine::validate`] and the simulator's
     /// configuration check rule these out with typed errors first).
     pub fn lru(lines: u64, ways: u64, sample: u64) -> Cache {
-        assert!(ways > 0 && lines % ways == 0, "lines are whole sets");
+        assert!(
+            ways > 0 && lines.is_multiple_of(ways),
+            "lines are whole sets"
+        );
         let sets = lines / ways;
         assert!(sets.is_power_of_two(), "power-of-two sets");
         assert!(

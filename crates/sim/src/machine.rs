@@ -219,7 +219,7 @@ fn check_cache(field: &str, c: &CacheSpec) -> Result<(), MachineError> {
     let ways = c.effective_ways();
     let sets = c.sets();
     if lines == 0
-        || c.size_bytes % u64::from(c.line_size) != 0
+        || !c.size_bytes.is_multiple_of(u64::from(c.line_size))
         || sets == 0
         || sets * ways != lines
         || !sets.is_power_of_two()

@@ -85,6 +85,9 @@ pub fn csv(rows: &[SimReport]) -> String {
     s
 }
 
+/// One plotted quantity of a report.
+type Metric = fn(&SimReport) -> f64;
+
 const COLORS: [&str; 6] = [
     "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 ];
@@ -101,7 +104,7 @@ pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
         w / 2.0,
         escape(title)
     );
-    let panels: [(&str, fn(&SimReport) -> f64); 2] = [
+    let panels: [(&str, Metric); 2] = [
         ("synchronisations per simulated second", |r| {
             r.syncs_per_sim_second()
         }),

@@ -44,7 +44,7 @@ impl Default for SmootherParams {
     fn default() -> Self {
         SmootherParams {
             side: 72,
-            point_bytes: 1024,
+            point_bytes: 4096,
             extra_links: 2,
             min_active: 260,
             compute_cycles: 2000,
