@@ -473,7 +473,7 @@ impl Policy {
     /// working sets) but it never falls more than 3.5 % behind the best.
     ///
     /// ```
-    /// use footprint_affinity::{Policy, PolicyKind, Topology};
+    /// use footprint_affinity::{AffinityPolicy, Policy, PolicyKind, Topology};
     /// let flat = Topology::flat(vec![0, 1, 2, 3]);
     /// assert_eq!(Policy::auto_for(&flat, true).kind(), PolicyKind::VirtualTime);
     /// assert_eq!(Policy::auto_for(&flat, false).kind(), PolicyKind::VirtualTime);

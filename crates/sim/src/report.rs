@@ -85,17 +85,15 @@ pub fn csv(rows: &[SimReport]) -> String {
     s
 }
 
-/// One plotted quantity of a report.
-type Metric = fn(&SimReport) -> f64;
-
 const COLORS: [&str; 6] = [
     "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 ];
 
-/// Two panels side by side: synchronisations per simulated second (left) and counted-level
-/// misses per synchronisation (right) against CPU count (log scale), one line per policy.
+/// Three panels side by side against CPU count (log scale), one line per policy:
+/// synchronisations per simulated second, the same relative to NoAffinity at that CPU count
+/// (004 Fig. 3.14's view), and counted-level misses per synchronisation.
 pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
-    let (w, h) = (1000.0, 440.0);
+    let (w, h) = (1420.0, 440.0);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
          viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
@@ -104,20 +102,44 @@ pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
         w / 2.0,
         escape(title)
     );
-    let panels: [(&str, Metric); 2] = [
-        ("synchronisations per simulated second", |r| {
-            r.syncs_per_sim_second()
-        }),
-        ("misses per synchronisation (counted level)", |r| {
-            r.misses_per_sync()
-        }),
+    let relative = |r: &SimReport| -> f64 {
+        rows.iter()
+            .find(|b| b.cpus == r.cpus && b.policy == PolicyChoice::ALL[0].name())
+            .map_or(1.0, |b| {
+                r.syncs_per_sim_second() / b.syncs_per_sim_second().max(1e-12)
+            })
+    };
+    // (label, value per row, whether the axis starts at 0)
+    let panels: [(&str, Vec<f64>, bool); 3] = [
+        (
+            "synchronisations per simulated second",
+            rows.iter().map(SimReport::syncs_per_sim_second).collect(),
+            true,
+        ),
+        (
+            "relative to NoAffinity",
+            rows.iter().map(relative).collect(),
+            false,
+        ),
+        (
+            "misses per synchronisation (counted level)",
+            rows.iter().map(SimReport::misses_per_sync).collect(),
+            true,
+        ),
     ];
     let mut cpus: Vec<usize> = rows.iter().map(|r| r.cpus).collect();
     cpus.sort_unstable();
     cpus.dedup();
-    for (p, (label, metric)) in panels.iter().enumerate() {
-        let (x0, y0, pw, ph) = (70.0 + p as f64 * 490.0, 50.0, 400.0, 330.0);
-        let ymax = rows.iter().map(metric).fold(0.0f64, f64::max).max(1e-9) * 1.08;
+    for (p, (label, values, from_zero)) in panels.iter().enumerate() {
+        let (x0, y0, pw, ph) = (70.0 + p as f64 * 460.0, 50.0, 380.0, 330.0);
+        let top = values.iter().copied().fold(f64::MIN, f64::max);
+        let bottom = values.iter().copied().fold(f64::MAX, f64::min);
+        let (ymin, ymax) = if *from_zero || values.is_empty() {
+            (0.0, top.max(1e-9) * 1.08)
+        } else {
+            let pad = ((top - bottom) * 0.08).max(0.01);
+            (bottom - pad, top + pad)
+        };
         let lx = |c: usize| -> f64 {
             let (lo, hi) = (
                 (*cpus.first().unwrap_or(&1) as f64).log2(),
@@ -126,7 +148,7 @@ pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
             let span = (hi - lo).max(1e-9);
             x0 + ((c as f64).log2() - lo) / span * pw
         };
-        let ly = |v: f64| y0 + ph - v / ymax * ph;
+        let ly = |v: f64| y0 + ph - (v - ymin) / (ymax - ymin).max(1e-12) * ph;
         let _ = writeln!(
             s,
             "<rect x=\"{x0}\" y=\"{y0}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"black\"/>\n\
@@ -146,7 +168,7 @@ pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
             );
         }
         for i in 0..=4 {
-            let v = ymax * i as f64 / 4.0;
+            let v = ymin + (ymax - ymin) * i as f64 / 4.0;
             let _ = writeln!(
                 s,
                 "<line x1=\"{x0}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
@@ -161,8 +183,9 @@ pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
         for (k, choice) in PolicyChoice::ALL.iter().enumerate() {
             let mut pts: Vec<(usize, f64)> = rows
                 .iter()
-                .filter(|r| r.policy == choice.name())
-                .map(|r| (r.cpus, metric(r)))
+                .zip(values)
+                .filter(|(r, _)| r.policy == choice.name())
+                .map(|(r, &v)| (r.cpus, v))
                 .collect();
             pts.sort_by_key(|&(c, _)| c);
             if pts.is_empty() {
@@ -195,7 +218,7 @@ pub fn svg_plot(title: &str, rows: &[SimReport]) -> String {
         }
     }
     for (k, choice) in PolicyChoice::ALL.iter().enumerate() {
-        let x = 70.0 + k as f64 * 150.0;
+        let x = 70.0 + k as f64 * 200.0;
         let _ = writeln!(
             s,
             "<rect x=\"{x}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/>\
@@ -216,8 +239,10 @@ fn short(v: f64) -> String {
         format!("{:.2}M", v / 1e6)
     } else if v >= 1e3 {
         format!("{:.1}k", v / 1e3)
-    } else {
+    } else if v >= 10.0 {
         format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
     }
 }
 
