@@ -460,17 +460,19 @@ impl Policy {
     }
 
     /// The policy for a machine of `topology`, decided from the scheduling simulator
-    /// (`crates/sim`, README "Scheduling simulator"; the decision table there has the commands):
+    /// (`crates/sim`; the root README's "Scheduling simulator" section has the decision table and
+    /// the commands):
     ///
-    /// | miss counts | cache topology | policy | simulated (2–64 CPUs, 1–4 NUMA nodes, wake to the waker's CPU) |
+    /// | miss counts | cache topology | policy | simulated (2–64 CPUs, 1–4 NUMA nodes) |
     /// | --- | --- | --- | --- |
-    /// | yes | known | ReloadTransient | best or within 3.5 % of the best on every machine and workload; up to 1.63× NoAffinity (regular workload, 2 CPUs) |
+    /// | yes | known | ReloadTransient | best on 004's regular workload at 2–16 and 64 CPUs (up to 1.43× NoAffinity); elsewhere at most 5.4 % behind the best (its counter read and key cost, where the caches hold the working sets) |
     /// | yes | unknown (no caches in the topology) | VirtualTime | ReloadTransient has no cache domain to place footprints in: its keys *are* VirtualTime's, plus the counter reads |
-    /// | no | any | VirtualTime | miss-based policies order like VirtualTime without counts |
+    /// | no | any | VirtualTime | miss-based policies order like VirtualTime without counts; VirtualTime beats LIFO when woken threads return to their last worker |
     ///
-    /// The CPU count and NUMA node count do not change the choice: on the simulated machines
+    /// The CPU count and NUMA node count do not change the choice on the simulated machines:
     /// ReloadTransient's lead shrinks with more CPUs (as the aggregate cache approaches the
-    /// working sets) but it never falls more than 3.5 % behind the best.
+    /// working sets) and what it loses where it does not pay is its switch cost, on every
+    /// topology alike.
     ///
     /// ```
     /// use footprint_affinity::{AffinityPolicy, Policy, PolicyKind, Topology};
