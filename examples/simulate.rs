@@ -12,6 +12,7 @@
 //! `--sample S` (set sampling: simulate 1 line in S), `--cache lru|random`, `--count-level L`
 //! (default: the last level, as the runtime's ledger), `--wake waker|last`, `--no-pmu`,
 //! `--private-only` (drop the shared caches: private caches and NUMA memory, like 004's machine),
+//! `--l3-mib N` (the size of each shared last-level cache),
 //! `--seed N`, `--policies LIST`, `--out DIR`; `--check-model [--model-lines N]
 //! [--model-seeds N]` runs the model check and exits 1 when a tolerance is missed.
 
@@ -34,12 +35,13 @@ struct Args {
     check_model: bool,
     model: ModelCheckParams,
     private_only: bool,
+    l3_mib: Option<u64>,
 }
 
 fn usage() -> &'static str {
     "usage: simulate [--machine this|2x16|4x16|NxM] [--workload regular|smoother|fragments|\
      lock-counter|lock-multi] [--cpus 2,4,8] [--syncs N] [--sample S] [--cache lru|random] \
-     [--count-level L] [--wake waker|last] [--no-pmu] [--private-only] [--seed N] [--policies a,b] [--out DIR] \
+     [--count-level L] [--wake waker|last] [--no-pmu] [--private-only] [--l3-mib N] [--seed N] [--policies a,b] [--out DIR] \
      | --check-model [--model-lines N] [--model-seeds N]"
 }
 
@@ -57,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
         check_model: false,
         model: ModelCheckParams::default(),
         private_only: false,
+        l3_mib: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -104,6 +107,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--no-pmu" => a.cfg.miss_counts = false,
             "--private-only" => a.private_only = true,
+            "--l3-mib" => a.l3_mib = Some(num(value()?)?),
             "--policies" => {
                 a.policies = value()?
                     .split(',')
@@ -161,7 +165,17 @@ fn main() -> ExitCode {
             m.name.push_str(" private-only");
             m
         }
-        Ok(m) => m,
+        Ok(mut m) => {
+            if let (Some(mib), Some(l3)) = (args.l3_mib, m.shared.last_mut()) {
+                l3.cache.size_bytes = mib << 20;
+                m.name.push_str(&format!(" L3 {mib} MiB"));
+            }
+            if let Err(e) = m.validate() {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+            m
+        }
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);

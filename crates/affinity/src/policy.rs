@@ -55,6 +55,25 @@ use std::sync::Arc;
 /// (stops) of the worker it last ran on.
 pub const MISS_SUM_HALF_LIFE: u64 = 32;
 
+/// [`Policy::auto_for`] picks VirtualTime instead of ReloadTransient when the last-level cache
+/// holds more than this many bytes per CPU (32 MiB): there, working sets stay in it, runs count
+/// (almost) no misses, the model sees (almost) no footprints, every reload-transient key ties
+/// and the ready heap runs first in, first out (the scheduling simulator: 1024 × 64 KiB threads
+/// on 2 CPUs gain 1.08–1.32× with 1–16 MiB of L3 per CPU, lose 8 % with 64 MiB and 19 % with
+/// this development VM's 130 MiB).
+pub const AUTO_MAX_LAST_LEVEL_PER_CPU: u64 = 32 << 20;
+
+/// What [`Policy::auto_for`] knows of the last-level cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CacheInfo {
+    /// No cache in the topology.
+    Unknown,
+    /// Above [`AUTO_MAX_LAST_LEVEL_PER_CPU`].
+    Huge,
+    /// Known, of an ordinary size.
+    Known,
+}
+
 /// Fixed-point scale of [`ReloadTransient`] keys: 256 key units per expected miss.
 pub const RELOAD_KEY_SCALE: f64 = 256.0;
 
@@ -456,7 +475,7 @@ impl Policy {
     /// picked and why. A caller that holds a [`Topology`] (the runtime) should call
     /// [`Policy::auto_for`] with it, which also covers machines whose caches are unknown.
     pub fn auto(cache_misses_available: bool) -> Policy {
-        Policy::decide(cache_misses_available, true)
+        Policy::decide(cache_misses_available, CacheInfo::Known)
     }
 
     /// The policy for a machine of `topology`, decided from the scheduling simulator
@@ -465,7 +484,8 @@ impl Policy {
     ///
     /// | miss counts | cache topology | policy | simulated (2–64 CPUs, 1–4 NUMA nodes) |
     /// | --- | --- | --- | --- |
-    /// | yes | known | ReloadTransient | best on 004's regular workload at 2–16 and 64 CPUs (up to 1.43× NoAffinity); elsewhere at most 5.4 % behind the best (its counter read and key cost, where the caches hold the working sets) |
+    /// | yes | known, at most 32 MiB of last level per CPU | ReloadTransient | best on 004's regular workload at 2–16 and 64 CPUs (up to 1.43× NoAffinity); elsewhere at most 5.4 % behind the best (its counter read and key cost, where the caches hold the working sets) |
+    /// | yes | last level above [`AUTO_MAX_LAST_LEVEL_PER_CPU`] (32 MiB) per CPU | VirtualTime | the working sets stay in it: no misses, no modelled footprints, all reload-transient keys tie and the heap runs FIFO (2 CPUs: 0.81–0.92× NoAffinity where VirtualTime gets 0.99–1.02×) |
     /// | yes | unknown (no caches in the topology) | VirtualTime | ReloadTransient has no cache domain to place footprints in: its keys *are* VirtualTime's, plus the counter reads |
     /// | no | any | VirtualTime | miss-based policies order like VirtualTime without counts; VirtualTime beats LIFO when woken threads return to their last worker |
     ///
@@ -481,17 +501,36 @@ impl Policy {
     /// assert_eq!(Policy::auto_for(&flat, false).kind(), PolicyKind::VirtualTime);
     /// ```
     pub fn auto_for(topology: &Topology, cache_misses_available: bool) -> Policy {
-        Policy::decide(cache_misses_available, topology.last_level().is_some())
+        let caches = match topology.last_level() {
+            None => CacheInfo::Unknown,
+            Some(level) => {
+                let domains = topology.caches().iter().filter(|c| c.level == level);
+                let (bytes, cpus) = domains.fold((0u64, 0usize), |(b, n), c| {
+                    (b.saturating_add(c.size_bytes), n + c.cpus.len())
+                });
+                if bytes / (cpus.max(1) as u64) > AUTO_MAX_LAST_LEVEL_PER_CPU {
+                    CacheInfo::Huge
+                } else {
+                    CacheInfo::Known
+                }
+            }
+        };
+        Policy::decide(cache_misses_available, caches)
     }
 
     /// The decision table of [`Policy::auto_for`].
-    fn decide(cache_misses_available: bool, caches_known: bool) -> Policy {
+    fn decide(cache_misses_available: bool, caches: CacheInfo) -> Policy {
         let (kind, reason) = if !cache_misses_available {
             (PolicyKind::VirtualTime, "no cache-miss counts")
-        } else if !caches_known {
+        } else if caches == CacheInfo::Unknown {
             (
                 PolicyKind::VirtualTime,
                 "cache-miss counts but no cache topology to place footprints in",
+            )
+        } else if caches == CacheInfo::Huge {
+            (
+                PolicyKind::VirtualTime,
+                "last-level cache too large per CPU for its misses to tell footprints apart",
             )
         } else {
             (PolicyKind::ReloadTransient, "cache-miss counts available")
@@ -614,6 +653,27 @@ mod tests {
         assert_eq!(
             Policy::auto_for(&flat, false).kind(),
             PolicyKind::VirtualTime
+        );
+        // A VM that sees its host's 260 MiB L3 from 2 CPUs.
+        let l3_of = |size_bytes| CacheDomain {
+            level: 3,
+            size_bytes,
+            line_size: 64,
+            cpus: vec![0, 1],
+        };
+        let vm = Topology::from_parts(vec![0, 1], vec![l3_of(260 << 20)], vec![]);
+        let p = Policy::auto_for(&vm, true);
+        assert_eq!(p.kind(), PolicyKind::VirtualTime);
+        assert!(p.to_string().contains("too large per CPU"), "{p}");
+        // Exactly the limit per CPU: still ReloadTransient.
+        let edge = Topology::from_parts(
+            vec![0, 1],
+            vec![l3_of(2 * AUTO_MAX_LAST_LEVEL_PER_CPU)],
+            vec![],
+        );
+        assert_eq!(
+            Policy::auto_for(&edge, true).kind(),
+            PolicyKind::ReloadTransient
         );
     }
 
