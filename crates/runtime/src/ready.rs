@@ -10,7 +10,7 @@ use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::task::Task;
 use footprint_affinity::ready::ReadyHeap;
-use footprint_affinity::{AffinityPolicy, Policy, WorkerAffinity};
+use footprint_affinity::{AffinityPolicy, Policy, Topology, WorkerAffinity};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -60,8 +60,10 @@ pub enum ReadyOrder {
     /// the most recent, the last enqueued, the one with an intact footprint), which would turn
     /// [`yield_now`] into a no-op and let a yield-spin loop starve the thread it waits for.
     Policy(Policy),
-    /// [`ReadyOrder::Policy`] with `Policy::auto(cache-miss counts available)` (the PMU crate's
-    /// capability probe), resolved when the runtime is built:
+    /// [`ReadyOrder::Policy`] with `Policy::auto_for(topology, misses counted)`: the policy the
+    /// scheduling simulator found best for this machine's caches, given whether the runtime's
+    /// [`Counters`](crate::Counters) count misses (VirtualTime without them), resolved when the
+    /// runtime is built:
     /// [`Runtime::ready_order`](crate::Runtime::ready_order) reports the policy in force and its
     /// `Display` says why it was picked.
     Auto,
@@ -103,12 +105,12 @@ impl ReadyOrder {
         }
     }
 
-    /// `Auto` made concrete with the PMU crate's capability probe; other orders unchanged.
-    pub(crate) fn resolve(self) -> ReadyOrder {
+    /// `Auto` made concrete for this machine (`Policy::auto_for`: the simulator's decision table
+    /// over the topology) and for whether the runtime will count misses per run (its
+    /// [`Counters`](crate::Counters) have a miss source); other orders unchanged.
+    pub(crate) fn resolve(self, topology: &Topology, misses_counted: bool) -> ReadyOrder {
         match self {
-            ReadyOrder::Auto => ReadyOrder::Policy(Policy::auto(
-                footprint_pmu::Capabilities::get().cache_misses_available(),
-            )),
+            ReadyOrder::Auto => ReadyOrder::Policy(Policy::auto_for(topology, misses_counted)),
             other => other,
         }
     }

@@ -174,7 +174,9 @@ impl Builder {
         let topology = Topology::detect();
         let tiers = steal_tiers(&topology, &worker_cpu);
 
-        let ready_order = self.ready_order.resolve();
+        let ready_order = self
+            .ready_order
+            .resolve(&topology, counters.source.is_some());
         let affinity = ready_order.policy().map(|policy| {
             let ledger = Arc::new(Ledger::for_last_level(&topology));
             ready::RuntimeAffinity {
