@@ -338,3 +338,69 @@ fn condvar_notify_all() {
         }
     });
 }
+
+/// Issue 9, defect 2: the window between a condvar waiter's release of the mutex and its park.
+/// The notifier takes the mutex, sees whether the waiter is already waiting (it marks itself
+/// under the mutex before `wait`), sets the flag, releases, and notifies: when the waiter was
+/// waiting, `notify_one` must report it (it is queued before it releases the mutex), and the
+/// waiter must wake (loom reports a deadlock otherwise).
+#[test]
+fn condvar_notify_counts_waiter_in_unlock_window() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<ImmediateBlock>::new());
+        let cv = Arc::new(Condvar::new());
+        // 0: not yet waiting, 1: waiting, 2: flag set.
+        let state = Arc::new(AtomicUsize::new(0));
+        let (l2, c2, s2) = (lock.clone(), cv.clone(), state.clone());
+        let notifier = thread::spawn(move || {
+            let t = l2.lock();
+            let was_waiting = s2.load(Ordering::Relaxed) == 1;
+            s2.store(2, Ordering::Relaxed);
+            // SAFETY: held through `t`.
+            unsafe { l2.unlock(t) };
+            let woke = c2.notify_one();
+            assert!(
+                !was_waiting || woke,
+                "a waiter that released the mutex before the notifier took it is counted"
+            );
+        });
+        let mut t = lock.lock();
+        if state.load(Ordering::Relaxed) == 0 {
+            state.store(1, Ordering::Relaxed);
+        }
+        while state.load(Ordering::Relaxed) != 2 {
+            // SAFETY: held through `t`.
+            t = unsafe { cv.wait_raw(&*lock, t) };
+        }
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        notifier.join().unwrap();
+    });
+}
+
+/// Issue 18: the door of a full array lock. Capacity 1: while one thread holds the lock, the
+/// other two wait at the door (one of them may also bounce off it while the third is counted
+/// transiently); every thread gets in exactly once and none is left parked at the door.
+fn array_door_three<W: WaitPolicy>() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        let lock = Arc::new(RawArrayLock::<W, 1>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs = spawn_incrementers(2, &lock, &value);
+        increment_under(&*lock, &value);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn array_door_three_block() {
+    array_door_three::<ImmediateBlock>();
+}
+#[test]
+fn array_door_three_informed() {
+    array_door_three::<Informed>();
+}
