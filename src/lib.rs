@@ -19,6 +19,7 @@
 
 pub use footprint_affinity as affinity;
 pub use footprint_locks as locks;
+pub use footprint_locks::channel;
 pub use footprint_pmu as pmu;
 pub use footprint_runtime as runtime;
 

@@ -1,4 +1,5 @@
-//! Helpers shared by the root integration tests (`forkjoin.rs`, `spmd.rs`).
+//! Helpers shared by the root integration tests (each test file uses a subset).
+#![allow(dead_code)]
 
 use footprint::Runtime;
 
@@ -15,7 +16,6 @@ pub fn runtime(workers: usize) -> Runtime {
 
 /// Runs `f` on a helper thread and fails the test if it takes longer than `secs` (a lost
 /// wake-up would hang forever otherwise). A panic in `f` is re-raised.
-#[allow(dead_code)]
 pub fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {

@@ -53,11 +53,14 @@
 //! ```
 
 pub mod barrier;
+pub mod channel;
 mod condvar;
+mod handoff;
 pub mod hook;
 pub mod os;
 pub mod placement;
 pub mod raw;
+mod spin;
 pub mod stats;
 mod sync;
 mod wait;

@@ -404,3 +404,55 @@ fn array_door_three_block() {
 fn array_door_three_informed() {
     array_door_three::<Informed>();
 }
+
+/// Channel: two senders, one place; the receiver gets both messages (none lost, none twice), and
+/// a sender parked on the full buffer is woken when a place frees.
+#[test]
+fn channel_no_lost_message() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let tx2 = tx.clone();
+        let h1 = thread::spawn(move || tx.send(1).unwrap());
+        let h2 = thread::spawn(move || tx2.send(2).unwrap());
+        let a = rx.recv().unwrap();
+        let b = rx.recv().unwrap();
+        assert_eq!(a + b, 3);
+        h1.join().unwrap();
+        h2.join().unwrap();
+        assert_eq!(rx.try_recv(), Err(channel::TryRecvError::Disconnected));
+    });
+}
+
+/// Channel: a rendezvous; whichever side arrives first parks and the other wakes it.
+#[test]
+fn channel_rendezvous_no_lost_wakeup() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || tx.send(7).unwrap());
+        assert_eq!(rx.recv(), Ok(7));
+        h.join().unwrap();
+    });
+}
+
+/// Channel: disconnection. A message sent before the last sender drops is still delivered, then
+/// the receiver (parked or not) learns the disconnection; a sender parked on a rendezvous learns
+/// that the receiver is gone and gets its message back.
+#[test]
+fn channel_disconnect() {
+    model(|| {
+        let (tx, rx) = channel::unbounded::<usize>();
+        let h = thread::spawn(move || {
+            tx.send(1).unwrap();
+            drop(tx);
+        });
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(rx.recv(), Err(channel::RecvError));
+        h.join().unwrap();
+    });
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || tx.send(5));
+        drop(rx);
+        assert_eq!(h.join().unwrap(), Err(channel::SendError(5)));
+    });
+}
