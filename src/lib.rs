@@ -50,9 +50,11 @@ pub mod sync {
     pub use footprint_locks::{
         stats, AlwaysSpin, ArrayMutex, Barrier, BarrierError, BarrierWaitResult, BlockArrayMutex,
         BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier, Condvar,
-        DisseminationBarrier, ImmediateBlock, Informed, McsMutex, Mutex, MutexGuard, PriorityClass,
-        RawLock, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex, TicketMutex,
-        TreeBarrier, TtasMutex, WaitPolicy, WaitTimeoutResult,
+        DisseminationBarrier, ImmediateBlock, Informed, LazyLock, MappedMutexGuard,
+        MappedRwLockReadGuard, MappedRwLockWriteGuard, McsMutex, Mutex, MutexGuard, Once, OnceLock,
+        OnceState, PriorityClass, RawLock, RawRwLock, RwLock, RwLockReadGuard, RwLockWriteGuard,
+        Semaphore, SemaphorePermit, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex,
+        TicketMutex, TreeBarrier, TtasMutex, WaitPolicy, WaitTimeoutResult,
     };
 }
 

@@ -456,3 +456,115 @@ fn channel_disconnect() {
         assert_eq!(h.join().unwrap(), Err(channel::SendError(5)));
     });
 }
+
+/// RwLock: a writer and a reader (policy `W`) exclude each other, and whichever waits is woken.
+/// The reader sees the value before or after the write, never a torn one.
+fn rwlock_model<W: WaitPolicy>() {
+    model(|| {
+        let lock = Arc::new(RawRwLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let writer = thread::spawn(move || {
+            let t = l.write();
+            // Two steps: a reader inside would see the odd value.
+            v.store(1, Ordering::Relaxed);
+            v.store(2, Ordering::Relaxed);
+            // SAFETY: held exclusively through `t`.
+            unsafe { l.unlock_write(t) };
+        });
+        let t = lock.read();
+        let seen = value.load(Ordering::Relaxed);
+        // SAFETY: held shared through `t`.
+        unsafe { lock.unlock_read(t) };
+        assert!(
+            seen == 0 || seen == 2,
+            "reader saw a write in progress: {seen}"
+        );
+        writer.join().unwrap();
+        let t = lock.write();
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+        // SAFETY: held exclusively through `t`.
+        unsafe { lock.unlock_write(t) };
+    });
+}
+
+#[test]
+fn rwlock_block() {
+    rwlock_model::<ImmediateBlock>();
+}
+#[test]
+fn rwlock_informed() {
+    rwlock_model::<Informed>();
+}
+
+/// RwLock: two writers exclude each other (a non-atomic increment under the write lock).
+#[test]
+fn rwlock_writers_exclusive() {
+    model(|| {
+        let lock = Arc::new(RawRwLock::<ImmediateBlock>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, v) = (lock.clone(), value.clone());
+                thread::spawn(move || {
+                    let t = l.write();
+                    let x = v.load(Ordering::Relaxed);
+                    v.store(x + 1, Ordering::Relaxed);
+                    // SAFETY: held exclusively through `t`.
+                    unsafe { l.unlock_write(t) };
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+    });
+}
+
+/// Once: two callers, one initialiser run; the caller that did not run it returns only after
+/// the run is visible (it parks meanwhile and is woken).
+#[test]
+fn once_runs_once_and_waiters_see_it() {
+    model(|| {
+        let once = Arc::new(Once::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (o, r) = (once.clone(), runs.clone());
+        let h = thread::spawn(move || {
+            o.call_once(|| {
+                r.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(r.load(Ordering::Relaxed), 1);
+        });
+        once.call_once(|| {
+            runs.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
+        h.join().unwrap();
+        assert!(once.is_completed());
+    });
+}
+
+/// Semaphore: one permit, two takers; each gets it in turn (the second parks and is woken).
+#[test]
+fn semaphore_one_permit_two_takers() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, i) = (sem.clone(), inside.clone());
+                thread::spawn(move || {
+                    let p = s.acquire();
+                    assert_eq!(i.fetch_add(1, Ordering::SeqCst), 0, "one holder at a time");
+                    i.fetch_sub(1, Ordering::SeqCst);
+                    drop(p);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
