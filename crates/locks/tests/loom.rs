@@ -568,3 +568,23 @@ fn semaphore_one_permit_two_takers() {
         assert_eq!(sem.available_permits(), 1);
     });
 }
+
+/// TTAS fair unlock: the holder hands the lock to a waiter (parked or spinning) or releases it;
+/// mutual exclusion holds and nobody is left waiting.
+#[test]
+fn ttas_fair_unlock() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<Informed>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let h = thread::spawn(move || increment_under(&*l, &v));
+        let t = lock.lock();
+        let x = value.load(Ordering::Relaxed);
+        value.store(x + 1, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock_fair(t) };
+        h.join().unwrap();
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+        assert!(!lock.is_locked());
+    });
+}

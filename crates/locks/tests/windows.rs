@@ -113,3 +113,55 @@ fn array_door_waiter_publishes_waiter() {
     });
     assert_eq!(*lock.lock(), 2);
 }
+
+/// `MutexGuard::unlock_fair` hands the lock to the parked waiter: a `try_lock` right after the
+/// fair unlock fails (no barging), and the waiter's critical section runs next.
+#[test]
+fn unlock_fair_hands_over_to_the_parked_waiter() {
+    use footprint_locks::{Mutex, MutexGuard};
+    let lock = Mutex::new(Vec::new());
+    let waiter = FakeHook::leak(Some(0));
+    let mut held = lock.lock();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            install_hook(waiter);
+            lock.lock().push("waiter");
+            uninstall_hook();
+        });
+        until_parked(waiter, 1);
+        held.push("holder");
+        MutexGuard::unlock_fair(held);
+        let barged = lock.try_lock().map(|mut g| g.push("barger")).is_some();
+        h.join().unwrap();
+        assert!(
+            !barged,
+            "a fair unlock lets no later arrival in before the waiter"
+        );
+    });
+    assert_eq!(*lock.lock(), ["holder", "waiter"]);
+}
+
+/// `try_lock_for` gives up after its timeout (never earlier) while the lock stays held, and
+/// succeeds once it is free.
+#[test]
+fn try_lock_for_times_out_then_succeeds() {
+    use footprint_locks::Mutex;
+    use std::time::{Duration, Instant};
+    let lock = Mutex::new(0);
+    let held = lock.lock();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let d = Duration::from_millis(5);
+            let start = Instant::now();
+            assert!(lock.try_lock_for(d).is_none());
+            assert!(start.elapsed() >= d, "never early");
+        })
+        .join()
+        .unwrap();
+    });
+    drop(held);
+    *lock
+        .try_lock_until(Instant::now() + Duration::from_secs(5))
+        .expect("free") += 1;
+    assert_eq!(*lock.lock(), 1);
+}
