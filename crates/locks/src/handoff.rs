@@ -23,10 +23,14 @@ pub(crate) const DISCONNECTED: usize = 2;
 /// Unlinked by its owner after a timeout.
 pub(crate) const CANCELLED: usize = 3;
 
+/// Yields before a waiter parks (none under loom: the model explores parking).
+const YIELDS_BEFORE_PARK: u32 = if cfg!(loom) { 0 } else { 2 };
+
 pub(crate) struct Handoff<T> {
     outcome: AtomicUsize,
     slot: UnsafeCell<Option<T>>,
-    unparker: Unparker,
+    /// Taken by the completer (under the owner's lock, before the outcome store).
+    unparker: UnsafeCell<Option<Unparker>>,
 }
 
 impl<T> Handoff<T> {
@@ -35,7 +39,7 @@ impl<T> Handoff<T> {
         Handoff {
             outcome: AtomicUsize::new(WAITING),
             slot: UnsafeCell::new(value),
-            unparker: current_hook().current_unparker(),
+            unparker: UnsafeCell::new(Some(current_hook().current_unparker())),
         }
     }
 
@@ -61,7 +65,9 @@ impl<T> Handoff<T> {
     /// Sets the outcome of a linked node that the caller has just unlinked under the owner's
     /// lock; returns the unparker to call once that lock is released.
     pub(crate) fn complete(&self, outcome: usize) -> Unparker {
-        let u = self.unparker.clone();
+        // SAFETY: a linked node is completed once, by the holder of the owner's lock, and its
+        // owner does not touch the unparker (only this call takes it).
+        let u = unsafe { (*self.unparker.get()).take() }.expect("a node is completed once");
         self.outcome.store(outcome, Ordering::Release);
         u
     }
@@ -86,6 +92,18 @@ impl<T> Handoff<T> {
         let hook = current_hook();
         let scope = ClassScope::enter::<Informed>();
         scope.publish(PriorityClass::Waiter);
+        // First let the threads ready on this worker (or CPU) run: the one that completes us is
+        // often among them (a ping-pong partner, a producer), and then a yield or two replaces a
+        // park and a wake-up (the completer's unpark only leaves a permit; a later park returns
+        // at once and its loop re-checks).
+        for _ in 0..YIELDS_BEFORE_PARK {
+            hook.yield_now();
+            outcome = self.outcome();
+            if outcome != WAITING || deadline.is_some_and(|d| Instant::now() >= d) {
+                scope.restore();
+                return outcome;
+            }
+        }
         while outcome == WAITING {
             match deadline {
                 None => hook.park(),
