@@ -82,6 +82,11 @@ fn ping_pong(c: &mut Criterion) {
     group.finish();
 }
 
+/// A thread body (producer or consumer) returning how many messages it received.
+type Body = Box<dyn FnOnce() -> u64 + Send>;
+/// Joins a thread and returns its body's result.
+type Join = Box<dyn FnOnce() -> u64>;
+
 /// Moves `iters` messages from `PRODUCERS` to `CONSUMERS` threads made by `spawn`; returns the
 /// time from the first spawn to the last join.
 fn mpmc_run<S, R>(
@@ -90,7 +95,7 @@ fn mpmc_run<S, R>(
     rx: R,
     send: fn(&S, u64),
     recv: fn(&R) -> Option<u64>,
-    spawn: &dyn Fn(Box<dyn FnOnce() -> u64 + Send>) -> Box<dyn FnOnce() -> u64>,
+    spawn: &dyn Fn(Body) -> Join,
 ) -> Duration
 where
     S: Clone + Send + 'static,
@@ -132,17 +137,17 @@ where
     t * iters as u32 / (per * PRODUCERS) as u32
 }
 
-fn green_spawn(f: Box<dyn FnOnce() -> u64 + Send>) -> Box<dyn FnOnce() -> u64> {
+fn green_spawn(f: Body) -> Join {
     let h = footprint::spawn(f);
     Box::new(move || h.join().expect("no panic"))
 }
 
-fn os_spawn(f: Box<dyn FnOnce() -> u64 + Send>) -> Box<dyn FnOnce() -> u64> {
+fn os_spawn(f: Body) -> Join {
     let h = std::thread::spawn(f);
     Box::new(move || h.join().expect("no panic"))
 }
 
-fn may_spawn(f: Box<dyn FnOnce() -> u64 + Send>) -> Box<dyn FnOnce() -> u64> {
+fn may_spawn(f: Body) -> Join {
     // SAFETY (may's contract for `spawn`): the closure uses no thread-local storage and does not
     // block its worker except through may's own primitives (its channel).
     let h = unsafe { may::coroutine::spawn(f) };
