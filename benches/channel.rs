@@ -11,8 +11,6 @@
 //!
 //! Run: `cargo bench --bench channel -- --warm-up-time 1 --measurement-time 2`
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -20,39 +18,12 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 const PRODUCERS: u64 = 4;
 const CONSUMERS: u64 = 4;
 
-fn runtime(workers: usize) -> footprint::Runtime {
-    footprint::Runtime::builder()
-        .workers(workers)
-        .build()
-        .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
-}
-
 fn ping_pong(c: &mut Criterion) {
     let mut group = c.benchmark_group("channel_ping_pong");
     group.throughput(Throughput::Elements(1));
-    let rt = runtime(1);
+    let rt = green::runtime(1);
     group.bench_function("yield", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(|| {
-                let started = Arc::new(AtomicBool::new(false));
-                let s = started.clone();
-                let partner = footprint::spawn(move || {
-                    s.store(true, Ordering::Release);
-                    for _ in 0..iters {
-                        footprint::yield_now();
-                    }
-                });
-                while !started.load(Ordering::Acquire) {
-                    footprint::yield_now();
-                }
-                let start = Instant::now();
-                for _ in 0..iters {
-                    footprint::yield_now();
-                }
-                partner.join().expect("no panic");
-                start.elapsed() / 2
-            })
-        })
+        b.iter_custom(|iters| rt.block_on(|| green::yield_pair(iters)))
     });
     group.bench_function("footprint_bounded0", |b| {
         b.iter_custom(|iters| {
@@ -158,7 +129,7 @@ fn mpmc(c: &mut Criterion) {
     may::config().set_workers(2);
     let mut group = c.benchmark_group("channel_mpmc");
     group.throughput(Throughput::Elements(1));
-    let rt = runtime(2);
+    let rt = green::runtime(2);
     for (name, cap) in [("bounded64", Some(64)), ("unbounded", None)] {
         group.bench_function(format!("footprint_green_{name}"), |b| {
             b.iter_custom(|iters| {
@@ -211,5 +182,14 @@ fn mpmc(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, ping_pong, mpmc);
+#[path = "common/green.rs"]
+mod green;
+#[path = "common/short.rs"]
+mod short;
+
+criterion_group! {
+    name = benches;
+    config = short::config();
+    targets = ping_pong, mpmc
+}
 criterion_main!(benches);

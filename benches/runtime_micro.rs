@@ -32,33 +32,9 @@ fn yield_benches(c: &mut Criterion) {
     configure_may();
     let mut group = c.benchmark_group("yield");
 
-    let rt = footprint::Runtime::builder()
-        .workers(1)
-        .build()
-        .expect("a one-worker runtime");
+    let rt = green::runtime(1);
     group.bench_function("footprint", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(|| {
-                let started = Arc::new(AtomicBool::new(false));
-                let partner_started = Arc::clone(&started);
-                let partner = footprint::spawn(move || {
-                    partner_started.store(true, Ordering::Release);
-                    for _ in 0..iters {
-                        footprint::yield_now();
-                    }
-                });
-                // Both threads must be in their loops when timing starts.
-                while !started.load(Ordering::Acquire) {
-                    footprint::yield_now();
-                }
-                let start = Instant::now();
-                for _ in 0..iters {
-                    footprint::yield_now();
-                }
-                partner.join().expect("the partner does not panic");
-                start.elapsed() / 2
-            })
-        })
+        b.iter_custom(|iters| rt.block_on(|| green::yield_pair(iters)))
     });
 
     group.bench_function("may", |b| {
@@ -146,6 +122,8 @@ fn spawn_join_benches(c: &mut Criterion) {
     group.finish();
 }
 
+#[path = "common/green.rs"]
+mod green;
 #[path = "common/short.rs"]
 mod short;
 

@@ -40,10 +40,7 @@ fn per_op(t: Duration, iters: u64, per: u64) -> Duration {
 fn rwlock(c: &mut Criterion) {
     let mut group = c.benchmark_group("rwlock_read_mostly");
     group.throughput(Throughput::Elements(1));
-    let rt = footprint::Runtime::builder()
-        .workers(2)
-        .build()
-        .expect("a 2-worker runtime");
+    let rt = green::runtime(2);
     group.bench_function("footprint_green8_2workers", |b| {
         b.iter_custom(|iters| {
             let per = iters.div_ceil(THREADS);
@@ -97,5 +94,14 @@ fn rwlock(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, rwlock);
+#[path = "common/green.rs"]
+mod green;
+#[path = "common/short.rs"]
+mod short;
+
+criterion_group! {
+    name = benches;
+    config = short::config();
+    targets = rwlock
+}
 criterion_main!(benches);

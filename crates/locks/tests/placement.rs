@@ -12,7 +12,7 @@ use footprint_locks::{
 
 #[path = "common/fake_hook.rs"]
 mod fake_hook;
-use fake_hook::{until_parked, FakeHook};
+use fake_hook::{until_parked, with_parked_waiter, FakeHook};
 
 /// The releaser's worker in the fake hook.
 const RELEASER_WORKER: usize = 3;
@@ -22,18 +22,7 @@ const RELEASER_WORKER: usize = 3;
 fn hints_from_mutex_release<R: lock_api::RawMutex + Send + Sync>() -> Vec<Placement> {
     let lock = lock_api::Mutex::<R, u64>::new(0);
     let waiter = FakeHook::leak(None);
-    let mut held = lock.lock();
-    std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            install_hook(waiter);
-            *lock.lock() += 1;
-            uninstall_hook();
-        });
-        until_parked(waiter, 1);
-        *held += 1;
-        drop(held);
-        h.join().unwrap();
-    });
+    with_parked_waiter(&lock, waiter, |v| *v += 1, |mut held| *held += 1);
     assert_eq!(*lock.lock(), 2, "both critical sections ran");
     let hints = waiter.permit.hints.lock().unwrap().clone();
     hints

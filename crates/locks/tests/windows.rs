@@ -14,7 +14,7 @@ use footprint_locks::{
 
 #[path = "common/fake_hook.rs"]
 mod fake_hook;
-use fake_hook::{until_parked, FakeHook};
+use fake_hook::{with_parked_waiter, FakeHook};
 
 /// The waiter stops in `wait` right after releasing the mutex (its next `class_cell` call:
 /// the condvar publishes `Waiter` there, before parking). A notifier then takes the mutex, sets
@@ -93,24 +93,20 @@ fn notify_all_counts_waiters_between_unlock_and_park() {
 fn array_door_waiter_publishes_waiter() {
     let lock = lock_api::Mutex::<RawArrayLock<Informed, 1>, u64>::new(0);
     let waiter = FakeHook::leak(Some(0));
-    let mut held = lock.lock();
-    std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            install_hook(waiter);
-            *lock.lock() += 1;
-            uninstall_hook();
-        });
-        until_parked(waiter, 1);
-        let class = waiter.cell.get();
-        *held += 1;
-        drop(held);
-        h.join().unwrap();
-        assert_eq!(
-            class,
-            PriorityClass::Waiter,
-            "a thread at the door waits for the lock: it must not rank as Running"
-        );
-    });
+    let class = with_parked_waiter(
+        &lock,
+        waiter,
+        |v| *v += 1,
+        |mut held| {
+            *held += 1;
+            waiter.cell.get()
+        },
+    );
+    assert_eq!(
+        class,
+        PriorityClass::Waiter,
+        "a thread at the door waits for the lock: it must not rank as Running"
+    );
     assert_eq!(*lock.lock(), 2);
 }
 
@@ -121,23 +117,20 @@ fn unlock_fair_hands_over_to_the_parked_waiter() {
     use footprint_locks::{Mutex, MutexGuard};
     let lock = Mutex::new(Vec::new());
     let waiter = FakeHook::leak(Some(0));
-    let mut held = lock.lock();
-    std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            install_hook(waiter);
-            lock.lock().push("waiter");
-            uninstall_hook();
-        });
-        until_parked(waiter, 1);
-        held.push("holder");
-        MutexGuard::unlock_fair(held);
-        let barged = lock.try_lock().map(|mut g| g.push("barger")).is_some();
-        h.join().unwrap();
-        assert!(
-            !barged,
-            "a fair unlock lets no later arrival in before the waiter"
-        );
-    });
+    let barged = with_parked_waiter(
+        &lock,
+        waiter,
+        |v| v.push("waiter"),
+        |mut held| {
+            held.push("holder");
+            MutexGuard::unlock_fair(held);
+            lock.try_lock().map(|mut g| g.push("barger")).is_some()
+        },
+    );
+    assert!(
+        !barged,
+        "a fair unlock lets no later arrival in before the waiter"
+    );
     assert_eq!(*lock.lock(), ["holder", "waiter"]);
 }
 

@@ -108,6 +108,31 @@ fn pair<T>(chan: Chan<T>) -> (Sender<T>, Receiver<T>) {
     )
 }
 
+/// The queries both ends of a channel answer alike (`self.chan` is the shared state).
+macro_rules! buffer_queries {
+    () => {
+        /// Messages in the buffer now.
+        pub fn len(&self) -> usize {
+            self.chan.len()
+        }
+
+        /// Whether the buffer is empty now.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Whether the buffer is full now (a zero-capacity channel always is).
+        pub fn is_full(&self) -> bool {
+            self.chan.capacity().is_some_and(|c| self.len() >= c)
+        }
+
+        /// The capacity; `None` for an unbounded channel.
+        pub fn capacity(&self) -> Option<usize> {
+            self.chan.capacity()
+        }
+    };
+}
+
 /// The sending side of a channel; `Clone` for more producers.
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
@@ -160,25 +185,7 @@ impl<T> Sender<T> {
         })
     }
 
-    /// Messages in the buffer now.
-    pub fn len(&self) -> usize {
-        self.chan.len()
-    }
-
-    /// Whether the buffer is empty now.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Whether the buffer is full now (a zero-capacity channel always is).
-    pub fn is_full(&self) -> bool {
-        self.chan.capacity().is_some_and(|c| self.len() >= c)
-    }
-
-    /// The capacity; `None` for an unbounded channel.
-    pub fn capacity(&self) -> Option<usize> {
-        self.chan.capacity()
-    }
+    buffer_queries!();
 }
 
 impl<T> Receiver<T> {
@@ -239,25 +246,7 @@ impl<T> Receiver<T> {
         TryIter { rx: self }
     }
 
-    /// Messages in the buffer now.
-    pub fn len(&self) -> usize {
-        self.chan.len()
-    }
-
-    /// Whether the buffer is empty now.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Whether the buffer is full now (a zero-capacity channel always is).
-    pub fn is_full(&self) -> bool {
-        self.chan.capacity().is_some_and(|c| self.len() >= c)
-    }
-
-    /// The capacity; `None` for an unbounded channel.
-    pub fn capacity(&self) -> Option<usize> {
-        self.chan.capacity()
-    }
+    buffer_queries!();
 }
 
 impl<T> Clone for Sender<T> {

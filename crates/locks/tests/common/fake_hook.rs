@@ -142,3 +142,30 @@ pub fn until_parked(waiter: &FakeHook, n: usize) {
         std::thread::yield_now();
     }
 }
+
+/// The calling thread holds `lock`; a waiter thread under `waiter`'s hook blocks on it and then
+/// runs `in_waiter` on the data. Once the waiter is parked, `while_parked` gets the held guard
+/// (and must release it); its result is returned after the waiter finished.
+pub fn with_parked_waiter<R, T, U>(
+    lock: &lock_api::Mutex<R, T>,
+    waiter: &'static FakeHook,
+    in_waiter: impl FnOnce(&mut T) + Send,
+    while_parked: impl FnOnce(lock_api::MutexGuard<'_, R, T>) -> U,
+) -> U
+where
+    R: lock_api::RawMutex + Sync,
+    T: Send,
+{
+    let held = lock.lock();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            footprint_locks::install_hook(waiter);
+            in_waiter(&mut lock.lock());
+            footprint_locks::uninstall_hook();
+        });
+        until_parked(waiter, 1);
+        let r = while_parked(held);
+        h.join().unwrap();
+        r
+    })
+}
