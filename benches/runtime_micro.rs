@@ -15,8 +15,6 @@
 //! Run: `cargo bench --bench runtime_micro -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult};
