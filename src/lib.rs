@@ -19,6 +19,7 @@
 
 pub use footprint_affinity as affinity;
 pub use footprint_locks as locks;
+pub use footprint_locks::channel;
 pub use footprint_pmu as pmu;
 pub use footprint_runtime as runtime;
 
@@ -54,9 +55,11 @@ pub mod sync {
     pub use footprint_locks::{
         stats, AlwaysSpin, ArrayMutex, Barrier, BarrierError, BarrierWaitResult, BlockArrayMutex,
         BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier, Condvar,
-        DisseminationBarrier, ImmediateBlock, Informed, McsMutex, Mutex, MutexGuard, PriorityClass,
-        RawLock, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex, TicketMutex,
-        TreeBarrier, TtasMutex, WaitPolicy, WaitTimeoutResult,
+        DisseminationBarrier, ImmediateBlock, Informed, LazyLock, MappedMutexGuard,
+        MappedRwLockReadGuard, MappedRwLockWriteGuard, McsMutex, Mutex, MutexGuard, Once, OnceLock,
+        OnceState, PriorityClass, RawLock, RawRwLock, RwLock, RwLockReadGuard, RwLockWriteGuard,
+        Semaphore, SemaphorePermit, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex,
+        TicketMutex, TreeBarrier, TtasMutex, WaitPolicy, WaitTimeoutResult,
     };
 }
 

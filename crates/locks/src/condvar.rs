@@ -2,8 +2,7 @@
 
 use crate::hook::{current_hook, PriorityClass};
 use crate::raw::RawLock;
-use crate::sync::{AtomicU32, Ordering};
-use crate::wait::{ClassScope, HeldToken, Informed, WaitQueue};
+use crate::wait::{ClassScope, Enqueued, HeldToken, Informed, WaitNode, WaitQueue};
 #[cfg(not(loom))]
 use std::time::Duration;
 use std::time::Instant;
@@ -22,10 +21,12 @@ impl WaitTimeoutResult {
 /// A condition variable (parking_lot-style API: the wait methods take `&mut` guard).
 ///
 /// Waiters park through the scheduler hook (green threads park off their worker; OS threads on
-/// a futex) and publish `Waiter` while parked. No lost wake-ups: a notification that comes after
-/// a waiter released the mutex always reaches it (a sequence number is re-checked after the waiter
-/// is queued). Spurious wake-ups are possible, as with std: wait in a loop or use
-/// [`wait_while`](Condvar::wait_while).
+/// a futex) and publish `Waiter` while parked. A waiter is queued *before* it releases the
+/// mutex, so a notifier that takes the mutex after the waiter released it always finds, wakes
+/// and counts that waiter: [`notify_one`](Condvar::notify_one) returns `true` and
+/// [`notify_all`](Condvar::notify_all) counts it (parking_lot's contract; code such as
+/// `while !cv.notify_one() {}` relies on it). Spurious wake-ups are possible, as with std: wait
+/// in a loop or use [`wait_while`](Condvar::wait_while).
 ///
 /// ```
 /// use footprint_locks::{Condvar, Mutex};
@@ -44,7 +45,6 @@ impl WaitTimeoutResult {
 /// t.join().unwrap();
 /// ```
 pub struct Condvar {
-    seq: AtomicU32,
     queue: WaitQueue,
 }
 
@@ -65,7 +65,6 @@ impl Condvar {
     #[cfg(not(loom))]
     pub const fn new() -> Condvar {
         Condvar {
-            seq: AtomicU32::new(0),
             queue: WaitQueue::new(),
         }
     }
@@ -74,23 +73,40 @@ impl Condvar {
     #[cfg(loom)]
     pub fn new() -> Condvar {
         Condvar {
-            seq: AtomicU32::new(0),
             queue: WaitQueue::new(),
         }
     }
 
-    /// Parks until a notification newer than `seq` (or the deadline). Returns `false` on timeout.
-    fn block(&self, seq: u32, deadline: Option<Instant>) -> bool {
+    /// Queues the caller, runs `release` (which releases the mutex, parks through `park` and
+    /// re-acquires the mutex), and returns what `release` returns.
+    fn queued<U>(&self, release: impl FnOnce(&dyn Fn(Option<Instant>) -> bool) -> U) -> U {
+        let node = WaitNode::new(current_hook(), 0);
+        let queued = std::cell::Cell::new(Some(self.queue.enqueue(&node)));
+        release(&|deadline| match queued.take() {
+            Some(q) => Self::block(q, deadline),
+            None => true,
+        })
+    }
+
+    /// Parks the queued caller (the mutex already released) until notified or `deadline`.
+    /// Returns `false` on timeout.
+    fn block(queued: Enqueued<'_>, deadline: Option<Instant>) -> bool {
         let scope = ClassScope::enter::<Informed>();
         scope.publish(PriorityClass::Waiter);
-        let notified = self.queue.park_once(
-            current_hook(),
-            0,
-            &mut || self.seq.load(Ordering::SeqCst) == seq,
-            deadline,
-        );
+        let notified = queued.park(current_hook(), &mut || true, deadline);
         scope.restore();
         notified
+    }
+
+    /// Releases the lock behind `guard`, waits until notified or `deadline`, re-acquires the
+    /// lock. Returns `false` on timeout.
+    #[cfg(not(loom))]
+    fn wait_guard<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.queued(|park| lock_api::MutexGuard::unlocked(guard, || park(deadline)))
     }
 
     /// Releases the lock behind `guard`, waits for a notification, and re-acquires the lock.
@@ -99,8 +115,7 @@ impl Condvar {
         &self,
         guard: &mut lock_api::MutexGuard<'_, R, T>,
     ) {
-        let seq = self.seq.load(Ordering::SeqCst);
-        lock_api::MutexGuard::unlocked(guard, || self.block(seq, None));
+        self.wait_guard(guard, None);
     }
 
     /// Waits while `condition` holds on the protected data (checked with the lock held).
@@ -122,10 +137,29 @@ impl Condvar {
         guard: &mut lock_api::MutexGuard<'_, R, T>,
         timeout: Duration,
     ) -> WaitTimeoutResult {
-        let deadline = Instant::now().checked_add(timeout);
-        let seq = self.seq.load(Ordering::SeqCst);
-        let notified = lock_api::MutexGuard::unlocked(guard, || self.block(seq, deadline));
-        WaitTimeoutResult(!notified)
+        WaitTimeoutResult(!self.wait_guard(guard, Instant::now().checked_add(timeout)))
+    }
+
+    /// Like [`wait`](Self::wait), giving up at `deadline` (parking_lot's name).
+    ///
+    /// ```
+    /// use footprint_locks::{Condvar, Mutex};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let (m, cv) = (Mutex::new(()), Condvar::new());
+    /// let mut g = m.lock();
+    /// // Nobody notifies: the wait ends at the deadline, never before it.
+    /// let deadline = Instant::now() + Duration::from_millis(5);
+    /// assert!(cv.wait_until(&mut g, deadline).timed_out());
+    /// assert!(Instant::now() >= deadline);
+    /// ```
+    #[cfg(not(loom))]
+    pub fn wait_until<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        deadline: Instant,
+    ) -> WaitTimeoutResult {
+        WaitTimeoutResult(!self.wait_guard(guard, Some(deadline)))
     }
 
     /// Like [`wait_while`](Self::wait_while), giving up after `timeout` (in total). Returns
@@ -134,14 +168,39 @@ impl Condvar {
     pub fn wait_while_timeout<R: lock_api::RawMutex, T: ?Sized>(
         &self,
         guard: &mut lock_api::MutexGuard<'_, R, T>,
-        mut condition: impl FnMut(&mut T) -> bool,
+        condition: impl FnMut(&mut T) -> bool,
         timeout: Duration,
     ) -> WaitTimeoutResult {
-        let deadline = Instant::now().checked_add(timeout);
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.wait_while_until(guard, condition, deadline),
+            None => {
+                self.wait_while(guard, condition);
+                WaitTimeoutResult(false)
+            }
+        }
+    }
+
+    /// Like [`wait_while`](Self::wait_while), giving up at `deadline`. Returns whether it
+    /// timed out with the condition still true.
+    ///
+    /// ```
+    /// use footprint_locks::{Condvar, Mutex};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let (m, cv) = (Mutex::new(0), Condvar::new());
+    /// let mut g = m.lock();
+    /// let r = cv.wait_while_until(&mut g, |v| *v == 0, Instant::now() + Duration::from_millis(5));
+    /// assert!(r.timed_out());
+    /// ```
+    #[cfg(not(loom))]
+    pub fn wait_while_until<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        mut condition: impl FnMut(&mut T) -> bool,
+        deadline: Instant,
+    ) -> WaitTimeoutResult {
         while condition(&mut **guard) {
-            let seq = self.seq.load(Ordering::SeqCst);
-            let notified = lock_api::MutexGuard::unlocked(guard, || self.block(seq, deadline));
-            if !notified {
+            if !self.wait_guard(guard, Some(deadline)) {
                 return WaitTimeoutResult(condition(&mut **guard));
             }
         }
@@ -154,22 +213,22 @@ impl Condvar {
     /// # Safety
     /// `token` must be the state of the current acquisition of `lock`.
     pub unsafe fn wait_raw<L: RawLock>(&self, lock: &L, token: HeldToken) -> HeldToken {
-        let seq = self.seq.load(Ordering::SeqCst);
-        // SAFETY: the caller holds `lock` through `token`.
-        unsafe { lock.unlock(token) };
-        self.block(seq, None);
-        lock.lock()
+        self.queued(|park| {
+            // SAFETY: the caller holds `lock` through `token`.
+            unsafe { lock.unlock(token) };
+            park(None);
+            lock.lock()
+        })
     }
 
-    /// Wakes one waiting thread. Returns whether one was parked.
+    /// Wakes one waiting thread. Returns whether one was waiting (every thread that released
+    /// its mutex in `wait` before the caller took that mutex counts).
     pub fn notify_one(&self) -> bool {
-        self.seq.fetch_add(1, Ordering::SeqCst);
         self.queue.notify_one()
     }
 
-    /// Wakes every waiting thread. Returns how many were parked.
+    /// Wakes every waiting thread. Returns how many were waiting.
     pub fn notify_all(&self) -> usize {
-        self.seq.fetch_add(1, Ordering::SeqCst);
         if self.queue.has_waiters() {
             self.queue.notify(usize::MAX, &|_| true)
         } else {

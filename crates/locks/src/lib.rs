@@ -53,14 +53,21 @@
 //! ```
 
 pub mod barrier;
+pub mod channel;
 mod condvar;
+mod handoff;
 pub mod hook;
 mod interface;
+mod once;
 pub mod os;
 pub mod placement;
 pub mod raw;
+mod rwlock;
+mod semaphore;
+mod spin;
 pub mod stats;
 mod sync;
+mod timed;
 mod wait;
 
 pub use barrier::{
@@ -71,7 +78,10 @@ pub use hook::{
     current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass, SchedulerHook,
     Unpark, Unparker,
 };
+pub use once::{LazyLock, Once, OnceLock, OnceState};
 pub use raw::{RawArrayLock, RawLock, RawMcsLock, RawTicketLock, RawTtasLock};
+pub use rwlock::RawRwLock;
+pub use semaphore::{Semaphore, SemaphorePermit};
 pub use wait::{AlwaysSpin, HeldToken, ImmediateBlock, Informed, WaitMode, WaitPolicy};
 
 /// The raw lock behind [`Mutex`] (see the README for why this algorithm).
@@ -91,6 +101,32 @@ mod aliases {
     pub type Mutex<T> = lock_api::Mutex<DefaultRawLock, T>;
     /// Guard of [`Mutex`].
     pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, DefaultRawLock, T>;
+    /// A [`MutexGuard`] narrowed to a part of the data (`MutexGuard::map`).
+    pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, DefaultRawLock, T>;
+
+    /// A reader-writer lock: many readers or one writer, writers not starved, waiters parked
+    /// off their worker and informing like the mutexes (see [`RawRwLock`]).
+    ///
+    /// ```
+    /// let lock = footprint_locks::RwLock::new(vec![1]);
+    /// {
+    ///     let (a, b) = (lock.read(), lock.read());
+    ///     assert_eq!(a.len() + b.len(), 2);
+    /// }
+    /// lock.write().push(2);
+    /// assert_eq!(*lock.read(), [1, 2]);
+    /// ```
+    pub type RwLock<T> = lock_api::RwLock<RawRwLock<Informed>, T>;
+    /// Shared guard of [`RwLock`].
+    pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock<Informed>, T>;
+    /// Exclusive guard of [`RwLock`].
+    pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<Informed>, T>;
+    /// A [`RwLockReadGuard`] narrowed to a part of the data.
+    pub type MappedRwLockReadGuard<'a, T> =
+        lock_api::MappedRwLockReadGuard<'a, RawRwLock<Informed>, T>;
+    /// A [`RwLockWriteGuard`] narrowed to a part of the data.
+    pub type MappedRwLockWriteGuard<'a, T> =
+        lock_api::MappedRwLockWriteGuard<'a, RawRwLock<Informed>, T>;
 
     /// Informing TTAS mutex.
     pub type TtasMutex<T> = lock_api::Mutex<RawTtasLock<Informed>, T>;

@@ -60,13 +60,72 @@ impl WaitPolicy for ImmediateBlock {
 
 const WAITING: usize = 0;
 const NOTIFIED: usize = 1;
+/// Unlinked by its owner (timeout, condition already false) without a notification.
+const CANCELLED: usize = 2;
 
 /// One parked thread; lives on its stack for as long as it is linked.
-struct WaitNode {
+pub(crate) struct WaitNode {
     key: usize,
     state: AtomicUsize,
     unparker: Unparker,
     next: AtomicPtr<WaitNode>,
+}
+
+impl WaitNode {
+    /// A node for the current thread of `hook`, waiting under `key`.
+    pub(crate) fn new(hook: &dyn SchedulerHook, key: usize) -> WaitNode {
+        WaitNode {
+            key,
+            state: AtomicUsize::new(WAITING),
+            unparker: hook.current_unparker(),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+}
+
+/// A node linked into a [`WaitQueue`] (see [`WaitQueue::enqueue`]). Dropping it unnotified
+/// unlinks the node, so that the queue never points into a dead stack frame.
+pub(crate) struct Enqueued<'a> {
+    queue: &'a WaitQueue,
+    node: &'a WaitNode,
+}
+
+impl Enqueued<'_> {
+    /// Parks until notified, unless `blocked()` is false after the node was linked. Returns
+    /// `false` only when `deadline` passed before a notification.
+    pub(crate) fn park(
+        self,
+        hook: &dyn SchedulerHook,
+        blocked: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        fence(Ordering::SeqCst);
+        if !blocked() {
+            return true; // `drop` unlinks the node
+        }
+        while self.node.state.load(Ordering::Acquire) == WAITING {
+            match deadline {
+                None => hook.park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d || !hook.park_timeout(d - now) && Instant::now() >= d {
+                        // Timed out, unless a notifier got there first.
+                        return !self.queue.cancel(self.node);
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+impl Drop for Enqueued<'_> {
+    fn drop(&mut self) {
+        // NOTIFIED is final and the notifier no longer touches the node after storing it.
+        if self.node.state.load(Ordering::Acquire) == WAITING {
+            self.queue.cancel(self.node);
+        }
+    }
 }
 
 /// The threads parked on one lock, barrier or condition variable, each with a key saying what it
@@ -148,37 +207,22 @@ impl WaitQueue {
         blocked: &mut dyn FnMut() -> bool,
         deadline: Option<Instant>,
     ) -> bool {
-        let node = WaitNode {
-            key,
-            state: AtomicUsize::new(WAITING),
-            unparker: hook.current_unparker(),
-            next: AtomicPtr::new(ptr::null_mut()),
-        };
-        let me = &node as *const WaitNode as *mut WaitNode;
+        let node = WaitNode::new(hook, key);
+        self.enqueue(&node).park(hook, blocked, deadline)
+    }
+
+    /// Links `node`: from now on a notifier sees it (and counts it). Used directly by waiters
+    /// that must be queued before they release something (a condition variable's mutex);
+    /// the returned handle parks, and unlinks the node if it is dropped unnotified.
+    pub(crate) fn enqueue<'a>(&'a self, node: &'a WaitNode) -> Enqueued<'a> {
+        let me = node as *const WaitNode as *mut WaitNode;
         self.lock_list();
         node.next
             .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
         self.head.store(me, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::SeqCst);
         self.unlock_list();
-        fence(Ordering::SeqCst);
-        if !blocked() {
-            self.cancel(&node);
-            return true;
-        }
-        while node.state.load(Ordering::Acquire) == WAITING {
-            match deadline {
-                None => hook.park(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d || !hook.park_timeout(d - now) && Instant::now() >= d {
-                        // Timed out, unless a notifier got there first.
-                        return !self.cancel(&node);
-                    }
-                }
-            }
-        }
-        true
+        Enqueued { queue: self, node }
     }
 
     /// Unlinks `node` if it is still linked; returns whether it was (i.e. not notified).
@@ -196,6 +240,7 @@ impl WaitQueue {
                 }
                 if cur == target {
                     link.store(node.next.load(Ordering::Relaxed), Ordering::Relaxed);
+                    node.state.store(CANCELLED, Ordering::Relaxed);
                     self.count.fetch_sub(1, Ordering::SeqCst);
                     break;
                 }

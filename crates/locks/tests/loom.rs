@@ -338,3 +338,253 @@ fn condvar_notify_all() {
         }
     });
 }
+
+/// Issue 9, defect 2: the window between a condvar waiter's release of the mutex and its park.
+/// The notifier takes the mutex, sees whether the waiter is already waiting (it marks itself
+/// under the mutex before `wait`), sets the flag, releases, and notifies: when the waiter was
+/// waiting, `notify_one` must report it (it is queued before it releases the mutex), and the
+/// waiter must wake (loom reports a deadlock otherwise).
+#[test]
+fn condvar_notify_counts_waiter_in_unlock_window() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<ImmediateBlock>::new());
+        let cv = Arc::new(Condvar::new());
+        // 0: not yet waiting, 1: waiting, 2: flag set.
+        let state = Arc::new(AtomicUsize::new(0));
+        let (l2, c2, s2) = (lock.clone(), cv.clone(), state.clone());
+        let notifier = thread::spawn(move || {
+            let t = l2.lock();
+            let was_waiting = s2.load(Ordering::Relaxed) == 1;
+            s2.store(2, Ordering::Relaxed);
+            // SAFETY: held through `t`.
+            unsafe { l2.unlock(t) };
+            let woke = c2.notify_one();
+            assert!(
+                !was_waiting || woke,
+                "a waiter that released the mutex before the notifier took it is counted"
+            );
+        });
+        let mut t = lock.lock();
+        if state.load(Ordering::Relaxed) == 0 {
+            state.store(1, Ordering::Relaxed);
+        }
+        while state.load(Ordering::Relaxed) != 2 {
+            // SAFETY: held through `t`.
+            t = unsafe { cv.wait_raw(&*lock, t) };
+        }
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        notifier.join().unwrap();
+    });
+}
+
+/// Issue 18: the door of a full array lock. Capacity 1: while one thread holds the lock, the
+/// other two wait at the door (one of them may also bounce off it while the third is counted
+/// transiently); every thread gets in exactly once and none is left parked at the door.
+fn array_door_three<W: WaitPolicy>() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        let lock = Arc::new(RawArrayLock::<W, 1>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs = spawn_incrementers(2, &lock, &value);
+        increment_under(&*lock, &value);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn array_door_three_block() {
+    array_door_three::<ImmediateBlock>();
+}
+#[test]
+fn array_door_three_informed() {
+    array_door_three::<Informed>();
+}
+
+/// Channel: two senders, one place; the receiver gets both messages (none lost, none twice), and
+/// a sender parked on the full buffer is woken when a place frees.
+#[test]
+fn channel_no_lost_message() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let tx2 = tx.clone();
+        let h1 = thread::spawn(move || tx.send(1).unwrap());
+        let h2 = thread::spawn(move || tx2.send(2).unwrap());
+        let a = rx.recv().unwrap();
+        let b = rx.recv().unwrap();
+        assert_eq!(a + b, 3);
+        h1.join().unwrap();
+        h2.join().unwrap();
+        assert_eq!(rx.try_recv(), Err(channel::TryRecvError::Disconnected));
+    });
+}
+
+/// Channel: a rendezvous; whichever side arrives first parks and the other wakes it.
+#[test]
+fn channel_rendezvous_no_lost_wakeup() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || tx.send(7).unwrap());
+        assert_eq!(rx.recv(), Ok(7));
+        h.join().unwrap();
+    });
+}
+
+/// Channel: disconnection. A message sent before the last sender drops is still delivered, then
+/// the receiver (parked or not) learns the disconnection; a sender parked on a rendezvous learns
+/// that the receiver is gone and gets its message back.
+#[test]
+fn channel_disconnect() {
+    model(|| {
+        let (tx, rx) = channel::unbounded::<usize>();
+        let h = thread::spawn(move || {
+            tx.send(1).unwrap();
+            drop(tx);
+        });
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(rx.recv(), Err(channel::RecvError));
+        h.join().unwrap();
+    });
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || tx.send(5));
+        drop(rx);
+        assert_eq!(h.join().unwrap(), Err(channel::SendError(5)));
+    });
+}
+
+/// RwLock: a writer and a reader (policy `W`) exclude each other, and whichever waits is woken.
+/// The reader sees the value before or after the write, never a torn one.
+fn rwlock_model<W: WaitPolicy>() {
+    model(|| {
+        let lock = Arc::new(RawRwLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let writer = thread::spawn(move || {
+            let t = l.write();
+            // Two steps: a reader inside would see the odd value.
+            v.store(1, Ordering::Relaxed);
+            v.store(2, Ordering::Relaxed);
+            // SAFETY: held exclusively through `t`.
+            unsafe { l.unlock_write(t) };
+        });
+        let t = lock.read();
+        let seen = value.load(Ordering::Relaxed);
+        // SAFETY: held shared through `t`.
+        unsafe { lock.unlock_read(t) };
+        assert!(
+            seen == 0 || seen == 2,
+            "reader saw a write in progress: {seen}"
+        );
+        writer.join().unwrap();
+        let t = lock.write();
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+        // SAFETY: held exclusively through `t`.
+        unsafe { lock.unlock_write(t) };
+    });
+}
+
+#[test]
+fn rwlock_block() {
+    rwlock_model::<ImmediateBlock>();
+}
+#[test]
+fn rwlock_informed() {
+    rwlock_model::<Informed>();
+}
+
+/// RwLock: two writers exclude each other (a non-atomic increment under the write lock).
+#[test]
+fn rwlock_writers_exclusive() {
+    model(|| {
+        let lock = Arc::new(RawRwLock::<ImmediateBlock>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, v) = (lock.clone(), value.clone());
+                thread::spawn(move || {
+                    let t = l.write();
+                    let x = v.load(Ordering::Relaxed);
+                    v.store(x + 1, Ordering::Relaxed);
+                    // SAFETY: held exclusively through `t`.
+                    unsafe { l.unlock_write(t) };
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+    });
+}
+
+/// Once: two callers, one initialiser run; the caller that did not run it returns only after
+/// the run is visible (it parks meanwhile and is woken).
+#[test]
+fn once_runs_once_and_waiters_see_it() {
+    model(|| {
+        let once = Arc::new(Once::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (o, r) = (once.clone(), runs.clone());
+        let h = thread::spawn(move || {
+            o.call_once(|| {
+                r.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(r.load(Ordering::Relaxed), 1);
+        });
+        once.call_once(|| {
+            runs.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
+        h.join().unwrap();
+        assert!(once.is_completed());
+    });
+}
+
+/// Semaphore: one permit, two takers; each gets it in turn (the second parks and is woken).
+#[test]
+fn semaphore_one_permit_two_takers() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, i) = (sem.clone(), inside.clone());
+                thread::spawn(move || {
+                    let p = s.acquire();
+                    assert_eq!(i.fetch_add(1, Ordering::SeqCst), 0, "one holder at a time");
+                    i.fetch_sub(1, Ordering::SeqCst);
+                    drop(p);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+/// TTAS fair unlock: the holder hands the lock to a waiter (parked or spinning) or releases it;
+/// mutual exclusion holds and nobody is left waiting.
+#[test]
+fn ttas_fair_unlock() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<Informed>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let h = thread::spawn(move || increment_under(&*l, &v));
+        let t = lock.lock();
+        let x = value.load(Ordering::Relaxed);
+        value.store(x + 1, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock_fair(t) };
+        h.join().unwrap();
+        assert_eq!(value.load(Ordering::Relaxed), 2);
+        assert!(!lock.is_locked());
+    });
+}

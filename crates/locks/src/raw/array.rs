@@ -78,8 +78,15 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
     }
 
     /// Waits at the door until fewer than `N` threads are inside, then enters.
+    ///
+    /// A thread at the door is a lock waiter and publishes `Waiter` (002 rule b). It used to keep
+    /// its `Running` class: on green threads, each door waiter then saw the others as "higher"
+    /// ready threads and handed its worker to them on every poll, so that past the capacity the
+    /// door waiters yielded to one another forever and the thread granted the lock (a `Waiter`)
+    /// never ran again (issue 18).
     #[cold]
-    fn wait_at_door(&self) -> u64 {
+    fn wait_at_door(&self, scope: &ClassScope) -> u64 {
+        scope.publish(PriorityClass::Waiter);
         let mut waited = 0;
         loop {
             self.inside.fetch_sub(1, Ordering::SeqCst);
@@ -158,7 +165,7 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
             .meta
             .crowd_door::<W>(&|| self.inside.load(Ordering::SeqCst) >= 1);
         if self.inside.fetch_add(1, Ordering::SeqCst) >= N {
-            waited += self.wait_at_door();
+            waited += self.wait_at_door(&scope);
         }
         let slot = self.next_ticket.fetch_add(1, Ordering::Relaxed) % N;
         if self.slots[slot].load(Ordering::Acquire) {

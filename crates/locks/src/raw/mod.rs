@@ -42,6 +42,17 @@ pub unsafe trait RawLock: Send + Sync {
     /// # Safety
     /// The caller holds the lock through `token`, returned by `lock`/`try_lock` of this lock.
     unsafe fn unlock(&self, token: HeldToken);
+    /// Releases the lock so that a waiting thread gets it before any thread that arrives later
+    /// (`lock_api::RawMutexFair`). The FIFO locks (ticket, MCS, array) always hand over in
+    /// arrival order, so for them this is [`unlock`](Self::unlock); the TTAS lock hands the held
+    /// lock to a parked waiter.
+    ///
+    /// # Safety
+    /// As for [`unlock`](Self::unlock).
+    unsafe fn unlock_fair(&self, token: HeldToken) {
+        // SAFETY: per the contract.
+        unsafe { self.unlock(token) }
+    }
     /// Whether the lock is held now (a snapshot).
     fn is_locked(&self) -> bool;
     /// This lock's wait and hold times (see [`crate::stats`]).
@@ -82,6 +93,16 @@ macro_rules! impl_raw_mutex {
             #[inline]
             fn is_locked(&self) -> bool {
                 $crate::raw::RawLock::is_locked(self)
+            }
+        }
+
+        #[cfg(not(loom))]
+        // SAFETY: delegates to the RawLock implementation (see `RawLock::unlock_fair`).
+        unsafe impl<W: $crate::wait::WaitPolicy $(, const $n: usize)?> lock_api::RawMutexFair for $ty<W $(, $n)?> {
+            #[inline]
+            unsafe fn unlock_fair(&self, guard: $crate::wait::HeldToken) {
+                // SAFETY: lock_api passes the token of the acquisition being released.
+                unsafe { $crate::raw::RawLock::unlock_fair(self, guard) }
             }
         }
     };

@@ -14,6 +14,8 @@ use std::marker::PhantomData;
 /// Its waiters publish `Waiter` (no thread is "next" in a TTAS lock).
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     locked: AtomicBool,
+    /// Set by a fair unlock that left `locked` set for a waiter to take over.
+    handoff: AtomicBool,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -24,6 +26,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub const fn new() -> Self {
         RawTtasLock {
             locked: AtomicBool::new(false),
+            handoff: AtomicBool::new(false),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -34,9 +37,73 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub fn new() -> Self {
         RawTtasLock {
             locked: AtomicBool::new(false),
+            handoff: AtomicBool::new(false),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
+    }
+
+    /// Whether the lock looks free, or handed over by a fair unlock.
+    #[inline]
+    fn may_take(&self) -> bool {
+        !self.locked.load(Ordering::Relaxed) || self.handoff.load(Ordering::Relaxed)
+    }
+
+    /// Takes over a lock handed over by a fair unlock (it stayed locked).
+    #[inline]
+    fn took_over(&self) -> bool {
+        self.handoff.load(Ordering::Relaxed) && self.handoff.swap(false, Ordering::Acquire)
+    }
+
+    /// Acquires the lock unless `deadline` passes first (`lock_api::RawMutexTimed`).
+    pub(super) fn lock_until(&self, deadline: std::time::Instant) -> Option<HeldToken> {
+        let scope = ClassScope::enter::<W>();
+        let mut free = true;
+        loop {
+            if self.took_over()
+                || self
+                    .locked
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Some(scope.into_held(&self.meta));
+            }
+            if !free {
+                scope.restore();
+                return None;
+            }
+            scope.publish(PriorityClass::Waiter);
+            free = crate::timed::park_until(
+                &self.meta.queue,
+                0,
+                &mut || self.may_take(),
+                Some(deadline),
+            );
+        }
+    }
+
+    /// Hands the lock to a parked waiter without unlocking it, if one is parked
+    /// (`lock_api::RawMutexFair`); otherwise an ordinary unlock.
+    ///
+    /// # Safety
+    /// As for `RawLock::unlock`.
+    pub(super) unsafe fn unlock_fair_token(&self, token: HeldToken) {
+        if W::MODE != WaitMode::Spin && self.meta.queue.has_waiters() {
+            token.releasing(&self.meta);
+            self.handoff.store(true, Ordering::SeqCst);
+            if self.meta.queue.notify_one() || !self.handoff.swap(false, Ordering::SeqCst) {
+                // A woken (or spinning) waiter takes the lock over.
+                token.released();
+                return;
+            }
+            // Nobody was parked after all and nobody took it: release normally.
+            self.locked.swap(false, Ordering::SeqCst);
+            self.meta.queue.notify_one();
+            token.released();
+            return;
+        }
+        // SAFETY: per the contract.
+        unsafe { self.unlock(token) }
     }
 
     #[cold]
@@ -53,11 +120,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 class: PriorityClass::Waiter,
                 cell: None,
             };
-            waited += wait_until::<W>(&w, &mut || !self.locked.load(Ordering::Relaxed));
-            if self
-                .locked
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+            waited += wait_until::<W>(&w, &mut || self.may_take());
+            if self.took_over()
+                || self
+                    .locked
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 break;
             }
@@ -109,6 +177,11 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
         token.released();
     }
 
+    unsafe fn unlock_fair(&self, token: HeldToken) {
+        // SAFETY: per the contract.
+        unsafe { self.unlock_fair_token(token) }
+    }
+
     fn is_locked(&self) -> bool {
         self.locked.load(Ordering::Relaxed)
     }
@@ -123,3 +196,22 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
 }
 
 impl_raw_mutex!(RawTtasLock);
+
+#[cfg(not(loom))]
+// SAFETY: `lock_until` acquires with the same Acquire CAS (or hand-over) as `lock`, or returns
+// `None` without holding the lock.
+unsafe impl<W: WaitPolicy> lock_api::RawMutexTimed for RawTtasLock<W> {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<HeldToken> {
+        match std::time::Instant::now().checked_add(timeout) {
+            Some(deadline) => self.lock_until(deadline),
+            None => Some(RawLock::lock(self)),
+        }
+    }
+
+    fn try_lock_until(&self, deadline: std::time::Instant) -> Option<HeldToken> {
+        self.lock_until(deadline)
+    }
+}

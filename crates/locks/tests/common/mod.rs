@@ -1,4 +1,5 @@
 //! Helpers shared by the OS-thread test files (`stress.rs`, `oversubscribed.rs`).
+#![allow(dead_code)]
 
 use std::sync::Arc;
 

@@ -1,0 +1,10 @@
+//! Green-thread set-ups shared by the root benches (`channel.rs`, `rwlock.rs`).
+#![allow(dead_code)]
+
+/// A footprint runtime with exactly `workers` workers.
+pub fn runtime(workers: usize) -> footprint::Runtime {
+    footprint::Runtime::builder()
+        .workers(workers)
+        .build()
+        .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
+}

@@ -1,0 +1,315 @@
+//! The state shared by the senders and receivers of one channel, and its two operations.
+//!
+//! One short spin lock guards the buffer and the two lists of parked threads (Go's design).
+//! Invariants, under the lock: receivers wait only while the buffer is empty and no sender waits;
+//! senders wait (each holding its message) only while the buffer is full — always, for a
+//! zero-capacity channel — and no receiver waits. So a sender that finds a waiting receiver hands
+//! its message straight into that receiver's node, and a receiver that frees a place pulls the
+//! first waiting sender's message into the buffer: a woken thread never competes again.
+
+use crate::handoff::{wake_all, Handoff, CANCELLED, DISCONNECTED, DONE, WAITING};
+use crate::hook::Unparker;
+use crate::spin::SpinLock;
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// How long an operation may wait.
+#[derive(Clone, Copy)]
+pub(crate) enum Block {
+    Never,
+    Forever,
+    Until(Instant),
+}
+
+impl Block {
+    /// `Until(now + timeout)`, or `Forever` when that instant is not representable.
+    pub(crate) fn after(timeout: std::time::Duration) -> Block {
+        Instant::now()
+            .checked_add(timeout)
+            .map_or(Block::Forever, Block::Until)
+    }
+
+    fn deadline(self) -> Option<Instant> {
+        match self {
+            Block::Until(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// Why a send did not happen; the message comes back.
+pub(crate) enum SendFail<T> {
+    Full(T),
+    Disconnected(T),
+    Timeout(T),
+}
+
+/// Why a receive did not happen.
+pub(crate) enum RecvFail {
+    Empty,
+    Disconnected,
+    Timeout,
+}
+
+type Waiters<T> = VecDeque<NonNull<Handoff<T>>>;
+
+struct State<T> {
+    buf: VecDeque<T>,
+    /// Parked receivers (the buffer is empty).
+    receivers: Waiters<T>,
+    /// Parked senders with their messages (the buffer is full).
+    senders: Waiters<T>,
+    /// Every `Sender` is gone.
+    no_senders: bool,
+    /// Every `Receiver` is gone.
+    no_receivers: bool,
+}
+
+pub(crate) struct Chan<T> {
+    state: SpinLock<State<T>>,
+    /// Buffer places; `usize::MAX` for an unbounded channel.
+    cap: usize,
+    pub(crate) sender_count: AtomicUsize,
+    pub(crate) receiver_count: AtomicUsize,
+}
+
+// SAFETY: the raw node pointers are dereferenced only under the lock while the node is linked
+// (its owner keeps it alive until it is unlinked, see `Linked`); messages cross threads, hence
+// `T: Send`.
+unsafe impl<T: Send> Send for Chan<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Chan<T> {}
+
+/// A node linked into one of the lists; unlinks it if dropped uncompleted (a panic in a park,
+/// or the timeout path), so that no list points into a dead stack frame.
+struct Linked<'a, T> {
+    chan: &'a Chan<T>,
+    node: &'a Handoff<T>,
+    senders: bool,
+}
+
+impl<T> Linked<'_, T> {
+    /// Parks until completed or the deadline; returns the outcome, `WAITING` on timeout (after
+    /// unlinking the node).
+    fn wait(self, block: Block) -> usize {
+        let outcome = self.node.park(block.deadline());
+        if outcome != WAITING {
+            return outcome;
+        }
+        let mut st = self.chan.state.lock();
+        let outcome = self.node.outcome();
+        if outcome == WAITING {
+            self.unlink(&mut st);
+        }
+        outcome
+    }
+
+    fn unlink(&self, st: &mut State<T>) {
+        let list = if self.senders {
+            &mut st.senders
+        } else {
+            &mut st.receivers
+        };
+        let me = NonNull::from(self.node);
+        if let Some(i) = list.iter().position(|&p| p == me) {
+            list.remove(i);
+        }
+        self.node.cancel();
+    }
+}
+
+impl<T> Drop for Linked<'_, T> {
+    fn drop(&mut self) {
+        if self.node.outcome() == WAITING {
+            let mut st = self.chan.state.lock();
+            if self.node.outcome() == WAITING {
+                self.unlink(&mut st);
+            }
+        }
+    }
+}
+
+impl<T> Chan<T> {
+    /// A channel with `cap` buffer places (`None`: unbounded), the buffer allocated up front.
+    pub(crate) fn new(cap: Option<usize>) -> Result<Chan<T>, std::collections::TryReserveError> {
+        let mut buf = VecDeque::new();
+        if let Some(c) = cap {
+            buf.try_reserve_exact(c)?;
+        }
+        Ok(Chan {
+            state: SpinLock::new(State {
+                buf,
+                receivers: VecDeque::new(),
+                senders: VecDeque::new(),
+                no_senders: false,
+                no_receivers: false,
+            }),
+            cap: cap.unwrap_or(usize::MAX),
+            sender_count: AtomicUsize::new(1),
+            receiver_count: AtomicUsize::new(1),
+        })
+    }
+
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        (self.cap != usize::MAX).then_some(self.cap)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+
+    pub(crate) fn send(&self, msg: T, block: Block) -> Result<(), SendFail<T>> {
+        let mut st = self.state.lock();
+        if st.no_receivers {
+            return Err(SendFail::Disconnected(msg));
+        }
+        if let Some(r) = st.receivers.pop_front() {
+            // SAFETY: a linked node is alive and ours to fill under the lock.
+            let u = unsafe {
+                let r = r.as_ref();
+                r.put(msg);
+                r.complete(DONE)
+            };
+            drop(st);
+            wake_all([u]);
+            return Ok(());
+        }
+        if st.buf.len() < self.cap {
+            if self.cap == usize::MAX && st.buf.try_reserve(1).is_err() {
+                let len = st.buf.len();
+                drop(st);
+                panic!(
+                    "footprint::channel: out of memory growing an unbounded channel past {len} \
+                     messages; use channel::bounded to apply back-pressure"
+                );
+            }
+            st.buf.push_back(msg);
+            return Ok(());
+        }
+        if let Block::Never = block {
+            return Err(SendFail::Full(msg));
+        }
+        let node = Handoff::new(Some(msg));
+        st.senders.push_back(NonNull::from(&node));
+        drop(st);
+        let linked = Linked {
+            chan: self,
+            node: &node,
+            senders: true,
+        };
+        match linked.wait(block) {
+            DONE => Ok(()),
+            // SAFETY: the node is completed or unlinked: the slot is ours again.
+            outcome => {
+                let msg = unsafe { node.take() }.expect("an undelivered message stays in its node");
+                if outcome == DISCONNECTED {
+                    Err(SendFail::Disconnected(msg))
+                } else {
+                    Err(SendFail::Timeout(msg))
+                }
+            }
+        }
+    }
+
+    pub(crate) fn recv(&self, block: Block) -> Result<T, RecvFail> {
+        let mut st = self.state.lock();
+        if let Some(msg) = st.buf.pop_front() {
+            // A place freed: the first waiting sender's message moves into the buffer.
+            let wake = st.senders.pop_front().map(|s| {
+                // SAFETY: a linked node is alive and ours to empty under the lock.
+                unsafe {
+                    let s = s.as_ref();
+                    let m = s.take().expect("a waiting sender holds its message");
+                    st.buf.push_back(m);
+                    s.complete(DONE)
+                }
+            });
+            drop(st);
+            wake_all(wake);
+            return Ok(msg);
+        }
+        if let Some(s) = st.senders.pop_front() {
+            // Zero capacity: take the message straight from the sender.
+            // SAFETY: as above.
+            let (msg, u) = unsafe {
+                let s = s.as_ref();
+                let m = s.take().expect("a waiting sender holds its message");
+                (m, s.complete(DONE))
+            };
+            drop(st);
+            wake_all([u]);
+            return Ok(msg);
+        }
+        if st.no_senders {
+            return Err(RecvFail::Disconnected);
+        }
+        if let Block::Never = block {
+            return Err(RecvFail::Empty);
+        }
+        let node = Handoff::new(None);
+        st.receivers.push_back(NonNull::from(&node));
+        drop(st);
+        let linked = Linked {
+            chan: self,
+            node: &node,
+            senders: false,
+        };
+        match linked.wait(block) {
+            // SAFETY: completed: the slot is ours again.
+            DONE => Ok(unsafe { node.take() }.expect("a completed receive holds its message")),
+            DISCONNECTED => Err(RecvFail::Disconnected),
+            outcome => {
+                debug_assert!(outcome == WAITING || outcome == CANCELLED);
+                Err(RecvFail::Timeout)
+            }
+        }
+    }
+
+    /// The last sender is gone: parked receivers (the buffer is empty) learn it.
+    pub(crate) fn disconnect_senders(&self) {
+        let mut st = self.state.lock();
+        st.no_senders = true;
+        let wake = complete_all(&mut st.receivers);
+        drop(st);
+        wake_all(wake);
+    }
+
+    /// The last receiver is gone: parked senders get their messages back, and the buffered
+    /// messages are dropped (outside the lock: their `Drop` may use this channel).
+    pub(crate) fn disconnect_receivers(&self) {
+        let mut st = self.state.lock();
+        st.no_receivers = true;
+        let wake = complete_all(&mut st.senders);
+        let buffered = std::mem::take(&mut st.buf);
+        drop(st);
+        wake_all(wake);
+        drop(buffered);
+    }
+}
+
+/// Completes every node of `list` as disconnected; returns their unparkers.
+fn complete_all<T>(list: &mut Waiters<T>) -> Vec<Unparker> {
+    list.drain(..)
+        // SAFETY: linked nodes are alive under the lock.
+        .map(|n| unsafe { n.as_ref() }.complete(DISCONNECTED))
+        .collect()
+}
+
+impl<T> Drop for Chan<T> {
+    fn drop(&mut self) {
+        let st = self.state.lock();
+        debug_assert!(st.receivers.is_empty() && st.senders.is_empty());
+    }
+}
+
+/// Increments a handle count (clone of a `Sender` or `Receiver`).
+pub(crate) fn acquire(count: &AtomicUsize) {
+    count.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Decrements a handle count; returns whether it was the last handle of its side.
+pub(crate) fn release(count: &AtomicUsize) -> bool {
+    count.fetch_sub(1, Ordering::AcqRel) == 1
+}

@@ -1,0 +1,164 @@
+//! Deterministic tests of two windows in the waiting protocols, each holding a waiter inside the
+//! window with a fake scheduler hook (issue 9 defect 2, issue 18 ArrayMutex):
+//!
+//! - a condition-variable waiter between releasing its mutex and parking must already be queued,
+//!   so that a notifier that took the mutex after it counts it;
+//! - a thread waiting at the door of a full array lock publishes `Waiter`, not `Running` (with
+//!   `Running`, the door waiters of a green-thread runtime yielded their workers to one another
+//!   forever).
+#![cfg(not(loom))]
+
+use footprint_locks::{
+    install_hook, uninstall_hook, BlockTtasMutex, Condvar, Informed, PriorityClass, RawArrayLock,
+};
+
+#[path = "common/fake_hook.rs"]
+mod fake_hook;
+use fake_hook::{with_parked_waiter, FakeHook};
+
+/// The waiter stops in `wait` right after releasing the mutex (its next `class_cell` call:
+/// the condvar publishes `Waiter` there, before parking). A notifier then takes the mutex, sets
+/// the flag and notifies: `notify_one` must report the waiter (before the fix it was not queued
+/// yet, and `notify_one` returned `false`).
+#[test]
+fn notify_one_counts_a_waiter_between_unlock_and_park() {
+    let flag = BlockTtasMutex::new(false);
+    let cv = Condvar::new();
+    let waiter = FakeHook::leak(Some(0));
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            install_hook(waiter);
+            let mut set = flag.lock();
+            waiter.gate.arm();
+            while !*set {
+                cv.wait(&mut set);
+            }
+            uninstall_hook();
+        });
+        waiter.gate.until_reached();
+        *flag.lock() = true;
+        let woke = cv.notify_one();
+        waiter.gate.open();
+        h.join().unwrap();
+        assert!(
+            woke,
+            "the waiter had released the mutex before the notifier took it: it must be counted"
+        );
+    });
+}
+
+/// The same window for `notify_all`: three waiters, each stopped after its release.
+#[test]
+fn notify_all_counts_waiters_between_unlock_and_park() {
+    let flag = BlockTtasMutex::new(false);
+    let cv = Condvar::new();
+    let waiters: Vec<&'static FakeHook> = (0..3).map(|_| FakeHook::leak(Some(0))).collect();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = waiters
+            .iter()
+            .map(|&w| {
+                let (flag, cv) = (&flag, &cv);
+                s.spawn(move || {
+                    install_hook(w);
+                    let mut set = flag.lock();
+                    w.gate.arm();
+                    while !*set {
+                        cv.wait(&mut set);
+                    }
+                    uninstall_hook();
+                })
+            })
+            .collect();
+        for w in &waiters {
+            w.gate.until_reached();
+        }
+        *flag.lock() = true;
+        let woken = cv.notify_all();
+        for w in &waiters {
+            w.gate.open();
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(
+            woken, 3,
+            "every waiter had released the mutex: all are counted"
+        );
+    });
+}
+
+/// A thread at the door of a full array lock (capacity 1, held by the test thread) publishes
+/// `Waiter` while it waits there, and gets the lock after the release.
+#[test]
+fn array_door_waiter_publishes_waiter() {
+    let lock = lock_api::Mutex::<RawArrayLock<Informed, 1>, u64>::new(0);
+    let waiter = FakeHook::leak(Some(0));
+    let class = with_parked_waiter(
+        &lock,
+        waiter,
+        |v| *v += 1,
+        |mut held| {
+            *held += 1;
+            waiter.cell.get()
+        },
+    );
+    assert_eq!(
+        class,
+        PriorityClass::Waiter,
+        "a thread at the door waits for the lock: it must not rank as Running"
+    );
+    assert_eq!(*lock.lock(), 2);
+}
+
+/// `MutexGuard::unlock_fair` hands the lock to the parked waiter: a `try_lock` right after the
+/// fair unlock fails (no barging), and the waiter's critical section runs next.
+#[test]
+fn unlock_fair_hands_over_to_the_parked_waiter() {
+    use footprint_locks::{Mutex, MutexGuard};
+    let lock = Mutex::new(Vec::new());
+    let waiter = FakeHook::leak(Some(0));
+    with_parked_waiter(
+        &lock,
+        waiter,
+        |v| v.push("waiter"),
+        |mut held| {
+            held.push("holder");
+            MutexGuard::unlock_fair(held);
+            // Fails while the waiter owns the lock; may succeed once it has left.
+            if let Some(mut g) = lock.try_lock() {
+                g.push("barger");
+            }
+        },
+    );
+    let order = lock.lock().clone();
+    assert_eq!(
+        order[..2],
+        ["holder", "waiter"],
+        "a fair unlock lets no later arrival in before the waiter: {order:?}"
+    );
+}
+
+/// `try_lock_for` gives up after its timeout (never earlier) while the lock stays held, and
+/// succeeds once it is free.
+#[test]
+fn try_lock_for_times_out_then_succeeds() {
+    use footprint_locks::Mutex;
+    use std::time::{Duration, Instant};
+    let lock = Mutex::new(0);
+    let held = lock.lock();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let d = Duration::from_millis(5);
+            let start = Instant::now();
+            assert!(lock.try_lock_for(d).is_none());
+            assert!(start.elapsed() >= d, "never early");
+        })
+        .join()
+        .unwrap();
+    });
+    drop(held);
+    *lock
+        .try_lock_until(Instant::now() + Duration::from_secs(5))
+        .expect("free") += 1;
+    assert_eq!(*lock.lock(), 1);
+}

@@ -1,0 +1,103 @@
+//! Regression tests for two defects of the blocking toolbox on green threads (issues 9 and 18).
+//! Deterministic versions of both windows are in `crates/locks/tests/windows.rs`; these run the
+//! programs the issues report, with watchdogs.
+
+mod common;
+
+use common::{runtime, with_watchdog};
+use std::sync::Arc;
+
+/// Issue 18: 40 green threads × 500 increments of an `ArrayMutex` (32 slots) on 2 workers hung
+/// in most runs: the door waiters past the capacity kept the `Running` class and yielded their
+/// workers to one another forever. Several rounds, so that the old code fails almost surely.
+#[test]
+fn array_mutex_past_capacity_on_green_threads() {
+    const THREADS: usize = 40;
+    const PER_THREAD: usize = 500;
+    const ROUNDS: usize = 8;
+    with_watchdog(240, "ArrayMutex, 40 green threads on 2 workers", || {
+        let rt = runtime(2);
+        for round in 0..ROUNDS {
+            let m = Arc::new(footprint::sync::ArrayMutex::new(0u64));
+            let total = rt.block_on(|| {
+                let hs: Vec<_> = (0..THREADS)
+                    .map(|_| {
+                        let m = m.clone();
+                        footprint::spawn(move || {
+                            for _ in 0..PER_THREAD {
+                                let mut g = m.lock();
+                                let v = *g;
+                                std::hint::black_box(&v);
+                                *g = v + 1;
+                            }
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                *m.lock()
+            });
+            assert_eq!(total, (THREADS * PER_THREAD) as u64, "round {round}");
+        }
+    });
+}
+
+/// One round of issue 9's pattern: a waiter waits for a flag; the notifier sets it under the
+/// mutex once the waiter is waiting, then loops `while !cv.notify_one() {}`. With the old
+/// condvar, a notify in the window between the waiter's unlock and its queueing returned
+/// `false` while still ending the wait, and the loop spun forever.
+fn notify_until_counted(spawn: impl Fn(Box<dyn FnOnce() + Send>) -> Box<dyn FnOnce() + Send>) {
+    let state = Arc::new((
+        footprint::sync::Mutex::new((false, false)),
+        footprint::sync::Condvar::new(),
+    ));
+    let s = state.clone();
+    let join = spawn(Box::new(move || {
+        let (m, cv) = &*s;
+        let mut g = m.lock();
+        g.0 = true; // waiting
+        while !g.1 {
+            cv.wait(&mut g);
+        }
+    }));
+    let (m, cv) = &*state;
+    loop {
+        let mut g = m.lock();
+        if g.0 {
+            g.1 = true;
+            break;
+        }
+        drop(g);
+        footprint::yield_now();
+    }
+    while !cv.notify_one() {}
+    join();
+}
+
+#[test]
+fn condvar_notify_one_reports_the_waiter_on_green_threads() {
+    with_watchdog(120, "while !notify_one() on green threads", || {
+        let rt = runtime(2);
+        rt.block_on(|| {
+            for _ in 0..2_000 {
+                notify_until_counted(|f| {
+                    let h = footprint::spawn(f);
+                    Box::new(move || h.join().unwrap())
+                });
+            }
+        });
+    });
+}
+
+#[test]
+fn condvar_notify_one_reports_the_waiter_on_os_threads() {
+    with_watchdog(120, "while !notify_one() on OS threads", || {
+        for _ in 0..2_000 {
+            notify_until_counted(|f| {
+                let h = std::thread::spawn(f);
+                Box::new(move || h.join().unwrap())
+            });
+        }
+    });
+}
