@@ -75,6 +75,7 @@ mod join;
 mod local;
 mod overflow;
 mod parking;
+mod placement;
 mod pool;
 mod ready;
 mod registry;
@@ -92,6 +93,7 @@ pub use handle::JoinHandle;
 pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
 pub use parking::yield_now;
+pub use placement::{current_thread_id, migrate_to, set_fragment, PlacementStats};
 pub use ready::ReadyOrder;
 pub use runtime::{
     global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,

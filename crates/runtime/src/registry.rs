@@ -96,6 +96,8 @@ pub(crate) struct Shared {
     pub(crate) overflows: AtomicU64,
     /// Stacks mapped (fresh) so far.
     pub(crate) stacks_mapped: AtomicU64,
+    // placement (issue 10 B): the fragment batcher and the placement counters.
+    pub(crate) placement: crate::placement::state::PlacementState,
 }
 
 impl Shared {

@@ -3,6 +3,7 @@
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
+use crate::placement::PlacementStats;
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
@@ -185,6 +186,7 @@ impl Builder {
             switch_cost_ns: self.switch_cost_ns,
             overflows: AtomicU64::new(0),
             stacks_mapped: AtomicU64::new(0),
+            placement: crate::placement::state::PlacementState::new(n),
         });
 
         crate::overflow::install_handler();
@@ -470,6 +472,12 @@ impl Runtime {
         s
     }
 
+    /// What the placement rules did so far (fragment batches, partners, rivals, migrations,
+    /// shuffling decisions); `Display` prints a table. See [`PlacementStats`].
+    pub fn placement_stats(&self) -> PlacementStats {
+        self.shared.placement.stats()
+    }
+
     /// A one-line description of every queue and sleep state, for diagnosing hangs.
     #[doc(hidden)]
     pub fn debug_state(&self) -> String {
@@ -609,6 +617,8 @@ where
 pub struct GreenBuilder {
     name: Option<Arc<str>>,
     stack_size: Option<usize>,
+    // placement (issue 10 B)
+    hints: crate::task::PlacementHints,
 }
 
 impl GreenBuilder {
@@ -629,12 +639,75 @@ impl GreenBuilder {
         self
     }
 
+    /// Declares that the thread works on data fragment `id` of about `bytes` bytes (001): the
+    /// threads of one fragment are batched on one worker (a new fragment opens its batch on the
+    /// least-loaded worker) and run back to back there, so the fragment is read into that
+    /// worker's cache once. The thread stays bound to the batch's worker (wake-ups that name no
+    /// worker send it back there; idle workers do not steal it). Change it while running with
+    /// [`set_fragment`](crate::set_fragment). A size of 0 makes [`GreenBuilder::spawn`] fail
+    /// with [`Error::EmptyFragment`].
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build().unwrap();
+    /// let workers: Vec<Option<usize>> = rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..4)
+    ///         .map(|_| {
+    ///             GreenBuilder::new()
+    ///                 .fragment(7, 512 << 10)
+    ///                 .spawn(footprint_runtime::park::current_worker)
+    ///                 .unwrap()
+    ///         })
+    ///         .collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).collect()
+    /// });
+    /// assert!(workers.iter().all(|w| *w == workers[0]), "one fragment, one worker");
+    /// ```
+    pub fn fragment(mut self, id: u64, bytes: usize) -> GreenBuilder {
+        self.hints.fragment = Some((id, bytes));
+        self
+    }
+
+    /// Declares the thread a partner of `other` (004 §5.3, attract): it starts, and resumes
+    /// after wake-ups that name no worker, on the worker `other` last ran on, sharing its cache.
+    /// If `other` has finished by then, the hint is ignored (counted in
+    /// [`PlacementStats::finished_hint_ignored`](crate::PlacementStats)) and the thread is
+    /// placed by the plain rules; never an error. A fragment hint takes precedence.
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let a = footprint_runtime::spawn(|| 1);
+    ///     let b = GreenBuilder::new().partner(&a).spawn(|| 2).unwrap();
+    ///     assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
+    /// });
+    /// ```
+    pub fn partner<U>(mut self, other: &JoinHandle<U>) -> GreenBuilder {
+        self.hints.partner = other.task.clone();
+        self
+    }
+
+    /// Declares the thread a rival of `other` (004 §5.3, repulse: both are compute-heavy or
+    /// would evict each other's data): it runs on a worker other than the one `other` last ran
+    /// on (when the runtime has more than one). A finished rival is ignored like a finished
+    /// partner ([`GreenBuilder::partner`]).
+    pub fn rival<U>(mut self, other: &JoinHandle<U>) -> GreenBuilder {
+        self.hints.rival = other.task.clone();
+        self
+    }
+
     /// Spawns it on the current runtime (the global one outside any runtime).
+    ///
+    /// Errors: [`Error::StackTooSmall`], [`Error::EmptyFragment`] (a fragment hint of 0 bytes).
     pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        if let Some((fragment, 0)) = self.hints.fragment {
+            return Err(Error::EmptyFragment { fragment });
+        }
         if let Some(s) = self.stack_size {
             if s < MIN_STACK_SIZE {
                 return Err(Error::StackTooSmall {
@@ -657,7 +730,10 @@ impl GreenBuilder {
         }
         // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
         // closure and result.
-        let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None) };
+        let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
+        let t = unsafe {
+            crate::spawn::spawn_hinted(&*s, f, true, self.name, self.stack_size, None, hints)
+        };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,

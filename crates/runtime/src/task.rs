@@ -27,6 +27,8 @@ pub(crate) enum Reason {
     Yield,
     /// Park me (the park protocol finishes on the worker's stack).
     Park,
+    /// Move me to this worker (placement, issue 10 B: `placement::migrate_current`).
+    Migrate(usize),
 }
 
 /// What a coroutine returns: normal completion or a recovered stack overflow.
@@ -285,6 +287,46 @@ pub(crate) struct Task {
     /// Boxed on the first stop under a policy and kept with the pooled block, so the default
     /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
     pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
+    // placement (issue 10 B): the placement hints of this thread (`GreenBuilder::fragment`,
+    // `partner`, `rival`, `set_fragment`). `None` for a thread without hints, so the wake path
+    // pays one load. Written by the creator before the thread is published, by the thread
+    // itself while it runs, and cleared when it finishes (`placement::on_finish`); read by
+    // whoever places it (after the park/unpark or queue hand-over, which orders the accesses).
+    pub(crate) hints: UnsafeCell<Option<Box<PlacementHints>>>,
+    /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
+    /// inline on the joiner's worker, which would defeat the placement.
+    pub(crate) bound: std::sync::atomic::AtomicBool,
+}
+
+// placement (issue 10 B)
+/// A green thread's placement hints (see `crate::placement`).
+#[derive(Clone, Default)]
+pub(crate) struct PlacementHints {
+    /// The data fragment it works on: `(id, bytes)` (001).
+    pub(crate) fragment: Option<(u64, usize)>,
+    /// Run on the same worker as this thread (004 §5.3, attract).
+    pub(crate) partner: Option<Arc<Task>>,
+    /// Run on another worker than this thread (004 §5.3, repulse).
+    pub(crate) rival: Option<Arc<Task>>,
+    /// The ready key of its fragment batch on its worker (smaller first).
+    pub(crate) batch_order: u64,
+}
+
+impl PlacementHints {
+    /// Whether any hint is set.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fragment.is_none() && self.partner.is_none() && self.rival.is_none()
+    }
+}
+
+impl std::fmt::Debug for PlacementHints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlacementHints")
+            .field("fragment", &self.fragment)
+            .field("partner", &self.partner.is_some())
+            .field("rival", &self.rival.is_some())
+            .finish()
+    }
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -342,6 +384,8 @@ impl Task {
             stack_limit: UnsafeCell::new(0),
             nested: std::cell::Cell::new(0),
             affinity: UnsafeCell::new(None),
+            hints: UnsafeCell::new(None),
+            bound: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -385,6 +429,8 @@ impl Task {
             if let Some(a) = (*self.affinity.get()).as_deref_mut() {
                 *a = ThreadAffinity::new();
             }
+            *self.hints.get() = None;
+            self.bound.store(false, Ordering::Relaxed);
             let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));

@@ -81,7 +81,14 @@ impl WorkerLocal {
     #[inline]
     fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
         if me.inbox.len.load(Ordering::Acquire) == 0 {
-            return None;
+            // placement (issue 10 B): threads placed here by a hint wait in the bound queue.
+            if me.inbox.bound_len.load(Ordering::Acquire) == 0 {
+                return None;
+            }
+            return me.inbox.pop_bound();
+        }
+        if let Some(j) = me.inbox.pop_bound() {
+            return Some(j);
         }
         match self.ready() {
             ReadyQueue::Policy(p) => p.pop(),
@@ -285,6 +292,10 @@ impl WorkerLocal {
                     self.yielded.set(true);
                 }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
+                // placement (issue 10 B): the thread asked to move (`placement::migrate_current`).
+                CoroutineResult::Yield(Reason::Migrate(to)) => {
+                    crate::placement::finish_migrate(self, task, to)
+                }
                 CoroutineResult::Return(exit) => {
                     *t.trap.get() = None;
                     let co = (*t.co.get()).take().expect("coroutine present");
