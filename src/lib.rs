@@ -26,6 +26,8 @@ pub use footprint_runtime::{
     block_in_place, join, scope, spawn, spawn_blocking, yield_now, Builder, Error, GreenBuilder,
     GreenLocal, JoinHandle, Runtime, Scope, ScopedJoinHandle,
 };
+// placement (issue 10 B): hints, explicit moves and what the placement rules did.
+pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, PlacementStats};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to

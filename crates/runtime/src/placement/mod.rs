@@ -189,7 +189,14 @@ pub(crate) unsafe fn on_finish(shared: &Shared, t: &Task) {
     // SAFETY: per the contract.
     if let Some(h) = unsafe { (*t.hints.get()).take() } {
         if h.fragment.is_some() {
-            shared.placement.batcher().remove(thread_id(t));
+            let mut b = shared.placement.batcher();
+            b.remove(thread_id(t));
+            if b.is_empty() {
+                // No hinted thread left: forget the emptied batches (an empty batch stays its
+                // fragment's home only while other hinted threads live), so the batcher's
+                // memory is bounded by the live threads' fragments.
+                b.rebalance();
+            }
         }
     }
 }
