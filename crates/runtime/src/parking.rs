@@ -69,6 +69,16 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     let shared = unsafe { &*task.runtime() };
     let here = placement::here(shared);
     let here_index = here.map(|w| w.index);
+    // placement (issue 10 B): a home given by thread shuffling (003) wins across domains.
+    if let Some(s) = &shared.placement.shuffle {
+        let hinted = match hint {
+            Placement::Worker(w) if w < shared.workers.len() => Some(w),
+            _ => None,
+        };
+        if let Some(home) = s.redirect(&task, hinted) {
+            return placement::enqueue(shared, here, Route::Bound(home, u64::MAX), task);
+        }
+    }
     let route = match hint {
         Placement::Worker(w) if Some(w) == here_index => Route::Local,
         Placement::Worker(w) if w < shared.workers.len() => Route::Inbox(w),

@@ -3,7 +3,8 @@
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
-use crate::placement::PlacementStats;
+use crate::placement::shuffle::ShuffleState;
+use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
@@ -46,6 +47,9 @@ pub struct Builder {
     pin: bool,
     ready_order: ReadyOrder,
     switch_cost_ns: u64,
+    // placement (issue 10 B)
+    shuffling: Option<ShuffleConfig>,
+    topology: Option<Topology>,
 }
 
 impl Default for Builder {
@@ -58,6 +62,8 @@ impl Default for Builder {
             pin: true,
             ready_order: ReadyOrder::default(),
             switch_cost_ns: 300,
+            shuffling: None,
+            topology: None,
         }
     }
 }
@@ -116,6 +122,29 @@ impl Builder {
         self
     }
 
+    /// Turns thread shuffling on (003 ch. 4; default off): the runtime measures each green
+    /// thread's lock-wait time and, every monitoring interval, regroups threads with similar
+    /// lock times onto one cache domain. See [`ShuffleConfig`] and
+    /// [`PlacementStats`](crate::PlacementStats) for the decisions.
+    ///
+    /// ```
+    /// use footprint_runtime::{Runtime, ShuffleConfig};
+    /// let rt = Runtime::builder().workers(2).shuffling(ShuffleConfig::new()).build().unwrap();
+    /// assert_eq!(rt.placement_stats().shuffle_swaps, 0);
+    /// ```
+    pub fn shuffling(mut self, config: ShuffleConfig) -> Builder {
+        self.shuffling = Some(config);
+        self
+    }
+
+    /// The topology to derive the steal order and the shuffling domains from (default: this
+    /// machine's, [`Topology::detect`]); e.g. one read from a fake sysfs tree with
+    /// `Topology::from_sysfs` to try another machine's shape.
+    pub fn topology(mut self, topology: Topology) -> Builder {
+        self.topology = Some(topology);
+        self
+    }
+
     /// Starts the workers.
     pub fn build(self) -> Result<Runtime, Error> {
         if self.workers == Some(0) {
@@ -146,7 +175,7 @@ impl Builder {
         };
         let n = self.workers.unwrap_or(cpus.len());
         let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
-        let topology = Topology::detect();
+        let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
 
         let ready_order = self.ready_order.resolve();
@@ -186,8 +215,16 @@ impl Builder {
             switch_cost_ns: self.switch_cost_ns,
             overflows: AtomicU64::new(0),
             stacks_mapped: AtomicU64::new(0),
-            placement: crate::placement::state::PlacementState::new(n),
+            placement: crate::placement::state::PlacementState::new(
+                n,
+                self.shuffling
+                    .clone()
+                    .map(|c| ShuffleState::new(c, &topology, &worker_cpu)),
+            ),
         });
+        if shared.placement.shuffle.is_some() {
+            crate::placement::shuffle::start_monitor(shared.clone()).map_err(Error::Spawn)?;
+        }
 
         crate::overflow::install_handler();
         let (tx, rx) = mpsc::channel::<Result<(), Error>>();
@@ -509,6 +546,9 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        if let Some(s) = &self.shared.placement.shuffle {
+            s.stop();
+        }
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.notify_all();
         if context::current_shared() == Arc::as_ptr(&self.shared) {

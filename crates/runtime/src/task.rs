@@ -296,6 +296,12 @@ pub(crate) struct Task {
     /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
     /// inline on the joiner's worker, which would defeat the placement.
     pub(crate) bound: std::sync::atomic::AtomicBool,
+    /// Shuffling (003): nanoseconds parked in locks (written by the thread itself), the home
+    /// worker a shuffling decision gave it (`usize::MAX`: none), and whether the monitor holds
+    /// it.
+    pub(crate) lock_wait_ns: std::sync::atomic::AtomicU64,
+    pub(crate) shuffle_home: AtomicUsize,
+    pub(crate) shuffle_monitored: std::sync::atomic::AtomicBool,
 }
 
 // placement (issue 10 B)
@@ -386,6 +392,9 @@ impl Task {
             affinity: UnsafeCell::new(None),
             hints: UnsafeCell::new(None),
             bound: std::sync::atomic::AtomicBool::new(false),
+            lock_wait_ns: std::sync::atomic::AtomicU64::new(0),
+            shuffle_home: AtomicUsize::new(usize::MAX),
+            shuffle_monitored: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -431,6 +440,8 @@ impl Task {
             }
             *self.hints.get() = None;
             self.bound.store(false, Ordering::Relaxed);
+            self.lock_wait_ns.store(0, Ordering::Relaxed);
+            self.shuffle_home.store(usize::MAX, Ordering::Relaxed);
             let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));

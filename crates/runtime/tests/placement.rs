@@ -228,20 +228,161 @@ fn set_fragment_moves_the_thread_to_its_batch() {
     with_watchdog(60, "set_fragment", || {
         let rt = rt(2);
         rt.block_on(|| {
-            // Thread a opens fragment 5's batch on some worker; b changes to fragment 5 while
-            // running and must end up on a's worker.
+            // Thread a holds fragment 5's batch open (it waits on `gate`); b changes to
+            // fragment 5 while running and must end up on a's worker.
+            let gate = Arc::new(AtomicBool::new(false));
+            let at = Arc::new(AtomicUsize::new(usize::MAX));
+            let (g, at2) = (gate.clone(), at.clone());
             let a = GreenBuilder::new()
                 .fragment(5, 1 << 20)
-                .spawn(|| current_worker().unwrap())
+                .spawn(move || {
+                    at2.store(current_worker().unwrap(), Ordering::Release);
+                    while !g.load(Ordering::Acquire) {
+                        yield_now();
+                    }
+                })
                 .unwrap();
-            let wa = a.join().unwrap();
-            // The batch stays the fragment's home while empty (until a rebalance).
+            while at.load(Ordering::Acquire) == usize::MAX {
+                yield_now();
+            }
             let b = footprint_runtime::spawn(move || {
                 set_fragment(5, 1 << 20).unwrap();
                 current_worker().unwrap()
             });
-            assert_eq!(b.join().unwrap(), wa);
+            assert_eq!(b.join().unwrap(), at.load(Ordering::Acquire));
+            gate.store(true, Ordering::Release);
+            a.join().unwrap();
         });
+    });
+}
+
+/// A fake sysfs tree with two CPUs, each with its own L2 and L3: two cache domains.
+struct FakeSysfs(std::path::PathBuf);
+
+impl FakeSysfs {
+    fn two_domains(cpus: [usize; 2]) -> FakeSysfs {
+        let root =
+            std::env::temp_dir().join(format!("footprint-runtime-sysfs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let list = format!("{},{}\n", cpus[0], cpus[1]);
+        write("devices/system/cpu/online", &list);
+        write("devices/system/node/node0/cpulist", &list);
+        for cpu in cpus {
+            for (index, level, size) in [(0, 1, "48K"), (2, 2, "2048K"), (3, 3, "32M")] {
+                let base = format!("devices/system/cpu/cpu{cpu}/cache/index{index}");
+                write(&format!("{base}/level"), &format!("{level}\n"));
+                write(
+                    &format!("{base}/type"),
+                    if level == 1 { "Data\n" } else { "Unified\n" },
+                );
+                write(&format!("{base}/size"), &format!("{size}\n"));
+                write(&format!("{base}/coherency_line_size"), "64\n");
+                write(&format!("{base}/shared_cpu_list"), &format!("{cpu}\n"));
+            }
+        }
+        FakeSysfs(root)
+    }
+}
+
+impl Drop for FakeSysfs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn shuffling_groups_lock_contending_threads_on_one_domain() {
+    let allowed = footprint_affinity::allowed_cpus().unwrap();
+    if allowed.len() < 2 {
+        eprintln!("skipped: two cache domains need two allowed CPUs, have {allowed:?}");
+        return;
+    }
+    with_watchdog(60, "shuffling", move || {
+        let cpus = [allowed[0], allowed[1]];
+        let fs = FakeSysfs::two_domains(cpus);
+        let topology = footprint_affinity::Topology::from_sysfs(&fs.0);
+        // Scripted lock times: threads 0 and 1 wait 40 % of the time, 2 and 3 1 %.
+        let table: Arc<std::sync::Mutex<HashMap<u64, f64>>> = Arc::default();
+        let t2 = table.clone();
+        let source: footprint_runtime::LockTimeSource =
+            Arc::new(move |id| t2.lock().unwrap().get(&id).copied());
+        let rt = footprint_runtime::Runtime::builder()
+            .workers(2)
+            .cpus(&cpus)
+            .topology(topology)
+            .shuffling(
+                footprint_runtime::ShuffleConfig::new()
+                    .periods(std::time::Duration::from_millis(1), 2)
+                    .lock_times(source),
+            )
+            .build()
+            .unwrap();
+        let go = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let unparkers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let hs: Vec<_> = (0..4usize)
+            .map(|i| {
+                let (table, go, ready, unparkers) =
+                    (table.clone(), go.clone(), ready.clone(), unparkers.clone());
+                rt.spawn(move || {
+                    migrate_to(i % 2).unwrap();
+                    let id = footprint_runtime::current_thread_id().unwrap();
+                    table
+                        .lock()
+                        .unwrap()
+                        .insert(id, if i < 2 { 0.4 } else { 0.01 });
+                    // Registers this thread for monitoring (as a lock wait would).
+                    footprint_runtime::park::record_lock_wait(0);
+                    unparkers
+                        .lock()
+                        .unwrap()
+                        .push(footprint_runtime::park::current_unparker());
+                    ready.fetch_add(1, Ordering::AcqRel);
+                    while !go.load(Ordering::Acquire) {
+                        footprint_runtime::park::park();
+                    }
+                    (id, current_worker().unwrap())
+                })
+            })
+            .collect();
+        while ready.load(Ordering::Acquire) < 4 {
+            std::thread::yield_now();
+        }
+        // Wait for a decision that saw all four threads.
+        let ids: Vec<u64> = table.lock().unwrap().keys().copied().collect();
+        while !rt
+            .placement_stats()
+            .last_shuffle
+            .is_some_and(|g| ids.iter().all(|id| g.concat().contains(id)))
+        {
+            std::thread::yield_now();
+        }
+        go.store(true, Ordering::Release);
+        for u in unparkers.lock().unwrap().iter() {
+            u.unpark(footprint_locks::Placement::Anywhere);
+        }
+        let r: Vec<(u64, usize)> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let ids: Vec<u64> = r.iter().map(|x| x.0).collect();
+        let after: Vec<usize> = r.iter().map(|x| x.1).collect();
+        let stats = rt.placement_stats();
+        let groups = stats.last_shuffle.clone().expect("a decision");
+        let group_of = |id: u64| groups.iter().position(|g| g.contains(&id)).unwrap();
+        assert_eq!(group_of(ids[0]), group_of(ids[1]), "{stats}");
+        assert_eq!(group_of(ids[2]), group_of(ids[3]), "{stats}");
+        assert_ne!(group_of(ids[0]), group_of(ids[2]), "{stats}");
+        assert!(
+            stats.shuffle_decisions >= 1 && stats.shuffle_swaps == 1,
+            "{stats}"
+        );
+        // Applied at the wake-up: each group on its own domain (here, its own worker).
+        assert_eq!(after[0], after[1], "{after:?}");
+        assert_eq!(after[2], after[3], "{after:?}");
+        assert_ne!(after[0], after[2], "{after:?}");
     });
 }
 
@@ -331,5 +472,56 @@ fn partners_share_and_rivals_avoid_a_worker_on_2_and_5_workers() {
     with_watchdog(120, "partners", || {
         check_partners(2);
         check_partners(5);
+    });
+}
+
+/// Exact-count stress: thousands of hinted threads on 5 workers contend for one lock, change
+/// fragment, migrate and yield while a fast shuffling monitor regroups them; every increment
+/// and every thread is accounted for.
+#[test]
+fn hinted_threads_stress_exact_counts() {
+    with_watchdog(300, "placement stress", || {
+        const THREADS: usize = 2_000;
+        const ROUNDS: usize = 10;
+        const FRAGMENTS: u64 = 13;
+        let rt = footprint_runtime::Runtime::builder()
+            .workers(5)
+            .shuffling(
+                footprint_runtime::ShuffleConfig::new()
+                    .periods(std::time::Duration::from_millis(1), 3)
+                    .threshold(0.0),
+            )
+            .build()
+            .unwrap();
+        let counter = Arc::new(Mutex::new(0u64));
+        let done = rt.block_on(|| {
+            let hs: Vec<_> = (0..THREADS)
+                .map(|i| {
+                    let counter = counter.clone();
+                    let b = GreenBuilder::new().fragment(i as u64 % FRAGMENTS, 64 << 10);
+                    b.spawn(move || {
+                        for r in 0..ROUNDS {
+                            *counter.lock() += 1;
+                            match r % 3 {
+                                0 => set_fragment((i + r) as u64 % FRAGMENTS, 64 << 10).unwrap(),
+                                1 => migrate_to((i + r) % 5).unwrap(),
+                                _ => yield_now(),
+                            }
+                        }
+                        1u64
+                    })
+                    .unwrap()
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+        });
+        assert_eq!(done, THREADS as u64);
+        assert_eq!(*counter.lock(), (THREADS * ROUNDS) as u64);
+        let s = rt.placement_stats();
+        assert_eq!(
+            s.fragment_placements,
+            (THREADS * (1 + ROUNDS.div_ceil(3))) as u64,
+            "{s}"
+        );
     });
 }

@@ -21,6 +21,7 @@
 //! A partner or rival that has finished is ignored (counted in
 //! [`PlacementStats::finished_hint_ignored`]); the thread is then placed by the plain rule.
 
+pub(crate) mod shuffle;
 pub(crate) mod state;
 
 use crate::context::{ctx_ptr, current_task_ptr};
@@ -33,6 +34,7 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+pub use shuffle::{record_lock_wait, LockTimeSource, ShuffleConfig};
 pub use state::PlacementStats;
 
 /// Key of bound threads that are not part of a fragment batch: after every batch.

@@ -2,6 +2,7 @@
 //! counters behind [`PlacementStats`]. Plain data; the decisions that use it live in
 //! `placement/mod.rs`.
 
+use super::shuffle::ShuffleState;
 use footprint_affinity::placement::fragments::FragmentBatcher;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,18 +14,25 @@ pub(crate) struct PlacementState {
     /// Locked only for threads that carry a fragment hint (spawn, wake-up, change, finish).
     pub(crate) batcher: Mutex<FragmentBatcher>,
     pub(crate) counters: PlacementCounters,
+    /// Present when the runtime shuffles threads (003).
+    pub(crate) shuffle: Option<ShuffleState>,
 }
 
 impl PlacementState {
-    pub(crate) fn new(workers: usize) -> PlacementState {
+    pub(crate) fn new(workers: usize, shuffle: Option<ShuffleState>) -> PlacementState {
         PlacementState {
             batcher: Mutex::new(FragmentBatcher::new(workers.max(1))),
             counters: PlacementCounters::default(),
+            shuffle,
         }
     }
 
     pub(crate) fn stats(&self) -> PlacementStats {
-        self.counters.snapshot()
+        let mut s = self.counters.snapshot();
+        if let Some(sh) = &self.shuffle {
+            s.last_shuffle = sh.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        }
+        s
     }
 
     pub(crate) fn batcher(&self) -> std::sync::MutexGuard<'_, FragmentBatcher> {
