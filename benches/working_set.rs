@@ -25,8 +25,6 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use footprint::affinity::{Policy, PolicyKind};
-use footprint::runtime::ReadyOrder;
 use footprint::sync::Barrier;
 
 const THREADS: usize = 1024;
@@ -112,19 +110,7 @@ fn working_set(c: &mut Criterion) {
 
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
-    for (name, order) in [
-        ("footprint_lifo", ReadyOrder::Lifo),
-        ("footprint_fifo", ReadyOrder::Fifo),
-        (
-            "footprint_virtual_time",
-            ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)),
-        ),
-    ] {
-        let rt = footprint::Runtime::builder()
-            .workers(WORKERS)
-            .ready_order(order)
-            .build()
-            .expect("a 2-worker runtime");
+    for (name, rt) in orders::ready_order_runtimes(WORKERS) {
         let mut data = vec![0u64; THREADS * WORDS];
         run_footprint(&rt, &mut data, &start, &barriers);
         check(&data, 1);
@@ -148,6 +134,9 @@ fn working_set(c: &mut Criterion) {
 
 #[path = "common/short.rs"]
 mod short;
+
+#[path = "common/orders.rs"]
+mod orders;
 
 criterion_group! {
     name = benches;

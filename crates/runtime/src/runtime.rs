@@ -417,7 +417,7 @@ impl Runtime {
             return f();
         }
         // SAFETY: join_task below waits for completion before `f`'s borrows can end.
-        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
         // SAFETY: the task's result type is R and we own its only handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
@@ -432,7 +432,7 @@ impl Runtime {
         T: Send + 'static,
     {
         // SAFETY: 'static closure and result.
-        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,
@@ -614,7 +614,7 @@ impl RuntimeRef {
         }
         // SAFETY: the runtime is the caller's own (alive while it runs) or the global one; we
         // wait for completion before `f`'s borrows end.
-        let t = unsafe { spawn_raw(&*self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&*self.shared, f, true, None, None, None, None) };
         // SAFETY: result type R, sole handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
@@ -771,9 +771,7 @@ impl GreenBuilder {
         // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
         // closure and result.
         let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
-        let t = unsafe {
-            crate::spawn::spawn_hinted(&*s, f, true, self.name, self.stack_size, None, hints)
-        };
+        let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None, hints) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,

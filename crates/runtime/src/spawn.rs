@@ -11,32 +11,15 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Creates a green thread for `f` on runtime `shared` and queues it.
+/// Creates a green thread for `f` on runtime `shared` and queues it: on the calling worker's
+/// start deque (or the injector off a worker), or, with placement `hints` (issue 10 B), in the
+/// bound queue of the worker they name (`placement::place_new`).
 ///
 /// # Safety
 /// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
 /// with non-`'static` closures wait for completion before their borrows end.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn spawn_raw<F, T>(
-    shared: &Shared,
-    f: F,
-    with_handle: bool,
-    name: Option<Arc<str>>,
-    stack_size: Option<usize>,
-    scope: Option<Arc<task::ScopeShared>>,
-) -> Arc<Task>
-where
-    F: FnOnce() -> T,
-{
-    // SAFETY: per the contract.
-    unsafe { spawn_hinted(shared, f, with_handle, name, stack_size, scope, None) }
-}
-
-/// [`spawn_raw`] with placement hints (issue 10 B): a thread with hints starts in the bound
-/// queue of the worker they name (`placement::place_new`), not on the spawner's start deque.
-///
-/// # Safety
-/// As for [`spawn_raw`].
-pub(crate) unsafe fn spawn_hinted<F, T>(
     shared: &Shared,
     f: F,
     with_handle: bool,
