@@ -2,8 +2,8 @@
 //! unstructured grid (4096 points, each with 512 bytes of values per buffer: 4 MiB in all with
 //! the two Jacobi buffers); in each of `ITERS` sweeps a point waits until all its neighbours have
 //! finished the previous sweep, averages its values with theirs (Jacobi smoothing), publishes
-//! the result, wakes its neighbours and parks. There is no global barrier: which thread can run
-//! next depends on the grid, so the order in which woken threads resume decides how often a
+//! the result, wakes the neighbours it made runnable and parks. There is no global barrier:
+//! which thread can run next depends on the grid, so the order in which woken threads resume decides how often a
 //! point's and its neighbours' data are still in the cache. Compare with `working_set.rs` (004's
 //! regular workload, 1024 × 64 KiB behind group barriers).
 //!
@@ -83,8 +83,8 @@ impl Grid {
                     link(p, perm[(y + 1) * SIDE + x], &mut adj);
                 }
                 // Jitter: about half the cells get one diagonal, either way.
-                if x + 1 < SIDE && y + 1 < SIDE && xorshift(&mut rng) % 2 == 0 {
-                    let (a, b) = if xorshift(&mut rng) % 2 == 0 {
+                if x + 1 < SIDE && y + 1 < SIDE && xorshift(&mut rng).is_multiple_of(2) {
+                    let (a, b) = if xorshift(&mut rng).is_multiple_of(2) {
                         (p, perm[(y + 1) * SIDE + x + 1])
                     } else {
                         (perm[y * SIDE + x + 1], perm[(y + 1) * SIDE + x])
@@ -154,17 +154,30 @@ impl Grid {
             while p
                 .neighbours
                 .iter()
-                .any(|&n| self.points[n].done.load(Ordering::Acquire) < k - 1)
+                .any(|&n| self.points[n].done.load(Ordering::SeqCst) < k - 1)
             {
                 footprint::runtime::park::park();
             }
             // SAFETY: every neighbour finished sweep k − 1 and none can pass sweep k before we
             // publish ours (they wait for us).
             unsafe { self.sweep(i, k) };
-            p.done.store(k, Ordering::Release);
+            // Wake the neighbours this sweep made runnable: those whose neighbours have all
+            // finished the sweep they wait for. SeqCst on `done` (store here, loads there): of
+            // two neighbours of one point finishing at once, at least one sees the other's
+            // store and wakes it (no lost wake-up); a wake-up that comes early only costs a
+            // re-check.
+            p.done.store(k, Ordering::SeqCst);
             for &n in &p.neighbours {
-                if let Some(u) = self.points[n].unparker.get() {
-                    u.unpark(Placement::Anywhere);
+                let q = &self.points[n];
+                let waits_for = q.done.load(Ordering::SeqCst);
+                let runnable = q
+                    .neighbours
+                    .iter()
+                    .all(|&m| self.points[m].done.load(Ordering::SeqCst) >= waits_for);
+                if runnable && waits_for < ITERS {
+                    if let Some(u) = q.unparker.get() {
+                        u.unpark(Placement::Anywhere);
+                    }
                 }
             }
         }
