@@ -81,7 +81,7 @@ impl SchedulerHook for GreenHook {
 
     fn park(&self) {
         // placement (issue 10 B): timed per green thread when the runtime shuffles (003).
-        crate::placement::shuffle::timed_lock_park()
+        crate::placement::monitor::timed_lock_park()
     }
 
     fn park_timeout(&self, timeout: Duration) -> bool {

@@ -223,7 +223,7 @@ impl Builder {
             ),
         });
         if shared.placement.shuffle.is_some() {
-            crate::placement::shuffle::start_monitor(shared.clone()).map_err(Error::Spawn)?;
+            crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
         }
 
         crate::overflow::install_handler();

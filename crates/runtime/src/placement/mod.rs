@@ -21,6 +21,7 @@
 //! A partner or rival that has finished is ignored (counted in
 //! [`PlacementStats::finished_hint_ignored`]); the thread is then placed by the plain rule.
 
+pub(crate) mod monitor;
 pub(crate) mod shuffle;
 pub(crate) mod state;
 
@@ -34,7 +35,8 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-pub use shuffle::{record_lock_wait, LockTimeSource, ShuffleConfig};
+pub use monitor::record_lock_wait;
+pub use shuffle::{LockTimeSource, ShuffleConfig};
 pub use state::PlacementStats;
 
 /// Key of bound threads that are not part of a fragment batch: after every batch.

@@ -8,7 +8,7 @@
 //!   park. (Spinning before a park is not counted: the locks crate keeps per-lock and
 //!   process-wide wait times, not per-thread ones, so the per-thread figure is the part the
 //!   runtime sees.) A [`ShuffleConfig::lock_times`] source replaces the measurement (tests).
-//! - **Rule** (003): a monitor thread samples every `sample_period` (200 ms); after `samples`
+//! - **Rule** (003): a monitor thread (`monitor.rs`) samples every `sample_period` (200 ms); after `samples`
 //!   samples (10: a 2 s interval) it computes each registered thread's lock-time fraction of the
 //!   interval and calls `plan_shuffle(threads, domains, threshold)` (5 %). A plan gives each
 //!   thread a cache domain; a thread whose domain changes gets a *home* worker in its new
@@ -24,14 +24,13 @@
 //! ([`Builder::topology`](crate::Builder::topology)), restricted to the workers' CPUs; with no
 //! cache information (or one domain) there is nothing to shuffle and no round decides.
 
-use crate::registry::Shared;
 use crate::task::{Task, LIFE_DONE};
 use footprint_affinity::placement::shuffle::{plan_shuffle, ShuffleThread};
 use footprint_affinity::Topology;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A thread's home when shuffling has not placed it.
 pub(crate) const NO_HOME: usize = usize::MAX;
@@ -53,8 +52,8 @@ pub type LockTimeSource = Arc<dyn Fn(u64) -> Option<f64> + Send + Sync>;
 /// ```
 #[derive(Clone)]
 pub struct ShuffleConfig {
-    sample_period: Duration,
-    samples: u32,
+    pub(crate) sample_period: Duration,
+    pub(crate) samples: u32,
     threshold: f64,
     lock_times: Option<LockTimeSource>,
 }
@@ -125,7 +124,7 @@ struct Monitored {
 
 /// The runtime's shuffling state (in `PlacementState`).
 pub(crate) struct ShuffleState {
-    config: ShuffleConfig,
+    pub(crate) config: ShuffleConfig,
     /// Cache domain of each worker.
     pub(crate) worker_domain: Box<[usize]>,
     domains: usize,
@@ -134,7 +133,7 @@ pub(crate) struct ShuffleState {
     next_in_domain: Vec<AtomicUsize>,
     threads: Mutex<Vec<Monitored>>,
     pub(crate) last: Mutex<Option<Vec<Vec<u64>>>>,
-    stop: AtomicBool,
+    pub(crate) stop: AtomicBool,
 }
 
 impl ShuffleState {
@@ -178,7 +177,7 @@ impl ShuffleState {
     }
 
     /// Registers `t` for monitoring (once).
-    fn register(&self, t: &Arc<Task>) {
+    pub(crate) fn register(&self, t: &Arc<Task>) {
         if !t.shuffle_monitored.swap(true, Ordering::Relaxed) {
             let mut g = self.threads.lock().unwrap_or_else(|e| e.into_inner());
             g.push(Monitored {
@@ -202,10 +201,9 @@ impl ShuffleState {
         }
     }
 
-    /// One decision over the interval that just ended (`wall`: its length).
-    fn decide(&self, shared: &Shared, wall: Duration) {
-        let c = &shared.placement.counters;
-        c.shuffle_rounds.fetch_add(1, Ordering::Relaxed);
+    /// One decision over the interval that just ended (`wall`: its length) for a runtime of
+    /// `n` workers; returns the number of swaps when the threshold was exceeded.
+    pub(crate) fn decide(&self, n: usize, wall: Duration) -> Option<usize> {
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         threads.retain(|m| {
             let live = m.task.life.load(Ordering::Acquire) != LIFE_DONE;
@@ -215,7 +213,6 @@ impl ShuffleState {
             live
         });
         let wall_ns = wall.as_nanos().max(1) as f64;
-        let n = shared.workers.len();
         let records: Vec<ShuffleThread> = threads
             .iter_mut()
             .map(|m| {
@@ -242,12 +239,7 @@ impl ShuffleState {
                 }
             })
             .collect();
-        let Some(plan) = plan_shuffle(&records, self.domains, self.config.threshold) else {
-            return;
-        };
-        c.shuffle_decisions.fetch_add(1, Ordering::Relaxed);
-        c.shuffle_swaps
-            .fetch_add(plan.swaps.len() as u64, Ordering::Relaxed);
+        let plan = plan_shuffle(&records, self.domains, self.config.threshold)?;
         let index: std::collections::HashMap<u64, usize> =
             records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         for (d, group) in plan.groups.iter().enumerate() {
@@ -272,79 +264,12 @@ impl ShuffleState {
                 m.task.shuffle_home.store(home, Ordering::Relaxed);
             }
         }
+        let swaps = plan.swaps.len();
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.groups);
+        Some(swaps)
     }
 
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Starts the monitor thread of a runtime with shuffling on.
-pub(crate) fn start_monitor(shared: Arc<Shared>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("footprint-shuffle".into())
-        .spawn(move || {
-            let Some(s) = shared.placement.shuffle.as_ref() else {
-                return;
-            };
-            let mut start = Instant::now();
-            let mut taken = 0u32;
-            while !s.stop.load(Ordering::Relaxed) && !shared.shutdown.load(Ordering::Relaxed) {
-                std::thread::park_timeout(s.config.sample_period);
-                taken += 1;
-                if taken >= s.config.samples {
-                    let now = Instant::now();
-                    s.decide(&shared, now - start);
-                    start = now;
-                    taken = 0;
-                }
-            }
-        })
-        .map(|_| ())
-}
-
-/// The lock hook's park: timed and counted for the calling green thread when its runtime
-/// shuffles, a plain park otherwise.
-pub(crate) fn timed_lock_park() {
-    let s = crate::context::current_shared();
-    // SAFETY: a non-null current runtime is alive while its thread runs.
-    let shuffle = (!s.is_null())
-        .then(|| unsafe { (*s).placement.shuffle.as_ref() })
-        .flatten();
-    let Some(state) = shuffle else {
-        crate::parking::park_current();
-        return;
-    };
-    let Some(t) = crate::context::current_task_arc() else {
-        crate::parking::park_current();
-        return;
-    };
-    state.register(&t);
-    let start = Instant::now();
-    crate::parking::park_current();
-    let waited = start.elapsed().as_nanos() as u64;
-    // Written only by the thread itself.
-    let w = &t.lock_wait_ns;
-    w.store(w.load(Ordering::Relaxed) + waited, Ordering::Relaxed);
-}
-
-/// Adds `ns` to the calling green thread's lock-wait total, as if it had waited that long in a
-/// lock (for blocking primitives built on [`park`](crate::park::park), which the runtime cannot
-/// see as locks). Registers it for shuffling; a no-op outside green threads or when the runtime
-/// does not shuffle.
-pub fn record_lock_wait(ns: u64) {
-    let s = crate::context::current_shared();
-    if s.is_null() {
-        return;
-    }
-    // SAFETY: as in timed_lock_park.
-    let Some(state) = (unsafe { (*s).placement.shuffle.as_ref() }) else {
-        return;
-    };
-    if let Some(t) = crate::context::current_task_arc() {
-        state.register(&t);
-        let w = &t.lock_wait_ns;
-        w.store(w.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
     }
 }
