@@ -322,6 +322,13 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
 
 /// An id of the calling green thread, unique among the runtime's live green threads (`None`
 /// outside a green thread); shuffling decisions in [`PlacementStats`] name threads by it.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+/// let id = rt.block_on(footprint_runtime::current_thread_id);
+/// assert!(id.is_some());
+/// assert_eq!(footprint_runtime::current_thread_id(), None); // not a green thread
+/// ```
 pub fn current_thread_id() -> Option<u64> {
     let t = current_task_ptr();
     // SAFETY: a non-null current task is the running one.

@@ -64,6 +64,13 @@ pub(crate) fn timed_lock_park() {
 /// lock (for blocking primitives built on [`park`](crate::park::park), which the runtime cannot
 /// see as locks). Registers it for shuffling; a no-op outside green threads or when the runtime
 /// does not shuffle.
+///
+/// ```
+/// use footprint_runtime::{park, Runtime, ShuffleConfig};
+/// let rt = Runtime::builder().workers(1).shuffling(ShuffleConfig::new()).build().unwrap();
+/// rt.block_on(|| park::record_lock_wait(1_000)); // a thread of this runtime waited 1 µs
+/// park::record_lock_wait(1_000); // outside a green thread: nothing happens
+/// ```
 pub fn record_lock_wait(ns: u64) {
     let s = crate::context::current_shared();
     if s.is_null() {

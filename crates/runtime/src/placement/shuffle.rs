@@ -38,6 +38,13 @@ pub(crate) const NO_HOME: usize = usize::MAX;
 /// A scripted lock-time source: the lock-time fraction (`0..=1`) of the thread with this id
 /// (see [`current_thread_id`](crate::current_thread_id)) over the last interval, or `None` to
 /// use the measured one.
+///
+/// ```
+/// use footprint_runtime::{LockTimeSource, ShuffleConfig};
+/// let every_thread_waits_40_percent: LockTimeSource = std::sync::Arc::new(|_id| Some(0.4));
+/// let cfg = ShuffleConfig::new().lock_times(every_thread_waits_40_percent);
+/// # let _ = cfg;
+/// ```
 pub type LockTimeSource = Arc<dyn Fn(u64) -> Option<f64> + Send + Sync>;
 
 /// How thread shuffling runs (003 ch. 4), for [`Builder::shuffling`](crate::Builder::shuffling).
