@@ -29,9 +29,7 @@ mod workload;
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::sync::Barrier;
 use footprint::Counters;
-use workload::{
-    check, ready_orders, run_footprint, run_std_threads, GROUP, THREADS, WORDS, WORKERS,
-};
+use workload::{check, run_footprint, run_std_threads, GROUP, THREADS, WORDS, WORKERS};
 
 fn working_set(c: &mut Criterion) {
     let mut group = c.benchmark_group("working_set_1024x64KiB");
@@ -41,18 +39,13 @@ fn working_set(c: &mut Criterion) {
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
     // Every ready order without accounting, then VirtualTime with time accounting at every
     // switch (issue 10 A): its cost at the scale of a workload.
-    let [.., (_, vt)] = ready_orders();
-    let rows = ready_orders()
+    let [.., (_, vt)] = orders::ready_orders();
+    let rows = orders::ready_orders()
         .into_iter()
         .map(|(name, order)| (name, order, Counters::Off))
         .chain([("footprint_virtual_time_counters_time", vt, Counters::Time)]);
     for (name, order, counters) in rows {
-        let rt = footprint::Runtime::builder()
-            .workers(WORKERS)
-            .ready_order(order)
-            .counters(counters)
-            .build()
-            .expect("a 2-worker runtime");
+        let rt = orders::runtime(WORKERS, order, counters);
         let mut data = vec![0u64; THREADS * WORDS];
         run_footprint(&rt, &mut data, &start, &barriers);
         check(&data, 1);
@@ -76,6 +69,9 @@ fn working_set(c: &mut Criterion) {
 
 #[path = "common/short.rs"]
 mod short;
+
+#[path = "common/orders.rs"]
+mod orders;
 
 criterion_group! {
     name = benches;

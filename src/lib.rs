@@ -32,6 +32,8 @@ pub use footprint_runtime::{
     Scope, ScopedJoinHandle,
 };
 pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
+// placement (issue 10 B): hints, explicit moves and what the placement rules did.
+pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, PlacementStats};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to

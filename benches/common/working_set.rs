@@ -8,8 +8,6 @@
 use std::hint::black_box;
 use std::sync::OnceLock;
 
-use footprint::affinity::{Policy, PolicyKind};
-use footprint::runtime::ReadyOrder;
 use footprint::sync::Barrier;
 
 pub const THREADS: usize = 1024;
@@ -96,16 +94,4 @@ pub fn check(data: &[u64], runs: u64) {
     for (i, line) in data.chunks_exact(8).enumerate() {
         assert_eq!(line[0], runs * ROUNDS as u64, "line {i}");
     }
-}
-
-/// The footprint ready orders the workload runs under, named as the bench names them.
-pub fn ready_orders() -> [(&'static str, ReadyOrder); 3] {
-    [
-        ("footprint_lifo", ReadyOrder::Lifo),
-        ("footprint_fifo", ReadyOrder::Fifo),
-        (
-            "footprint_virtual_time",
-            ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)),
-        ),
-    ]
 }

@@ -45,6 +45,24 @@ pub enum Error {
         /// Why, from the PMU crate's capability probe.
         reason: String,
     },
+    // placement (issue 10 B)
+    /// A data-fragment hint named a fragment of 0 bytes.
+    EmptyFragment {
+        /// The fragment's id.
+        fragment: u64,
+    },
+    /// A call that acts on the calling green thread was made outside one.
+    NotGreen {
+        /// The call.
+        what: &'static str,
+    },
+    /// A worker index not below the runtime's worker count.
+    NoSuchWorker {
+        /// The index asked for.
+        worker: usize,
+        /// The runtime's worker count.
+        workers: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -72,6 +90,18 @@ impl fmt::Display for Error {
                 "pinning worker {worker} to CPU {cpu} failed ({source}); pass pin(false) to run unpinned"
             ),
             Error::Spawn(e) => write!(f, "starting a worker thread failed ({e}); lower workers(n) or raise the process's thread limit"),
+            Error::EmptyFragment { fragment } => write!(
+                f,
+                "data fragment {fragment} was given a size of 0 bytes: pass the fragment's approximate size in bytes (at least 1), or no fragment hint"
+            ),
+            Error::NotGreen { what } => write!(
+                f,
+                "{what} acts on the calling green thread but was called outside one: call it from a thread spawned on a footprint runtime (spawn, block_on)"
+            ),
+            Error::NoSuchWorker { worker, workers } => write!(
+                f,
+                "worker {worker} does not exist: this runtime has {workers} workers (indices 0..{workers})"
+            ),
             Error::Stack(e) => write!(
                 f,
                 "mapping a green-thread stack failed ({e}); lower stack_size(..) or the number of live green threads (each stack is one mmap; see vm.max_map_count)"

@@ -33,7 +33,8 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
         // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
         // SAFETY: `shared` is written by `init` before the task is published and not changed
         // until the block is recycled, which needs our handle (we still hold it).
-        let same = same_runtime_green(unsafe { t.runtime() });
+        // placement (issue 10 B): a thread placed by a hint runs where it was placed.
+        let same = same_runtime_green(unsafe { t.runtime() }) && !t.bound.load(Ordering::Relaxed);
         let popped = same && take_own_top(t);
         if popped || (same && t.claim()) {
             if popped {

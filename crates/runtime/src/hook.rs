@@ -80,7 +80,8 @@ impl SchedulerHook for GreenHook {
     }
 
     fn park(&self) {
-        parking::park_current()
+        // placement (issue 10 B): timed per green thread when the runtime shuffles (003).
+        crate::placement::monitor::timed_lock_park()
     }
 
     fn park_timeout(&self, timeout: Duration) -> bool {

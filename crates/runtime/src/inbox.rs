@@ -3,8 +3,15 @@
 //!
 //! `len` mirrors the queue's length so that the owner's fast path (and `notify_worker`'s load
 //! check) reads one atomic instead of taking the lock.
+//!
+//! Beside the stealable queue sits the *bound* queue (placement, issue 10 B): threads placed on
+//! this worker by a placement hint (a data-fragment batch, a partner, an explicit
+//! `migrate_to`). Only the owner pops it, in batch order (smaller key first, FIFO on ties), so
+//! a fragment's batch runs back to back on the worker whose cache holds the fragment; thieves
+//! never take from it. `bound_len` mirrors its length.
 
 use crate::job::Job;
+use footprint_affinity::ready::ReadyHeap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -15,6 +22,9 @@ pub(crate) struct Inbox {
     pub(crate) len: AtomicUsize,
     /// Woken threads handed over with `push` (written under the lock).
     woken: AtomicU64,
+    // placement (issue 10 B): the owner-only bound queue (see the module docs).
+    pub(crate) bound: Mutex<ReadyHeap<Job>>,
+    pub(crate) bound_len: AtomicUsize,
 }
 
 impl Inbox {
@@ -23,6 +33,8 @@ impl Inbox {
             queue: Mutex::new(VecDeque::new()),
             len: AtomicUsize::new(0),
             woken: AtomicU64::new(0),
+            bound: Mutex::new(ReadyHeap::new()),
+            bound_len: AtomicUsize::new(0),
         }
     }
 
@@ -44,23 +56,6 @@ impl Inbox {
         self.len.store(q.len(), Ordering::Release);
     }
 
-    /// Like [`pop`](Inbox::pop), for a thief: leaves a thread that is moving to this worker
-    /// (`Task::moving`) at the front, so only the owner takes it.
-    pub(crate) fn pop_unbound(&self) -> Option<Job> {
-        if self.len.load(Ordering::Acquire) == 0 {
-            return None;
-        }
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(Job::Task(t)) = q.front() {
-            if t.moving.load(Ordering::Relaxed) {
-                return None;
-            }
-        }
-        let j = q.pop_front();
-        self.len.store(q.len(), Ordering::Release);
-        j
-    }
-
     pub(crate) fn pop(&self) -> Option<Job> {
         if self.len.load(Ordering::Acquire) == 0 {
             return None;
@@ -68,6 +63,28 @@ impl Inbox {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let j = q.pop_front();
         self.len.store(q.len(), Ordering::Release);
+        j
+    }
+}
+
+// placement (issue 10 B)
+impl Inbox {
+    /// Hands `j` to this worker's bound queue with ready key `key` (smaller runs first).
+    pub(crate) fn push_bound(&self, key: u64, j: Job) {
+        let mut q = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        q.push(key, j);
+        self.bound_len.store(q.len(), Ordering::Release);
+    }
+
+    /// The owner's next bound job.
+    #[cold]
+    pub(crate) fn pop_bound(&self) -> Option<Job> {
+        if self.bound_len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut q = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+        let j = q.pop().map(|(_, j)| j);
+        self.bound_len.store(q.len(), Ordering::Release);
         j
     }
 }

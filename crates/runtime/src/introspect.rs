@@ -4,7 +4,7 @@
 
 use crate::context;
 use crate::join::scope;
-use crate::parking::move_current_to;
+use crate::placement::migrate_to;
 use crate::runtime::{global, Runtime};
 
 /// The number of workers of the runtime the caller runs on, or of the global runtime (built
@@ -60,8 +60,8 @@ impl Runtime {
     /// Runs `f` once on every worker and returns the results in worker order; for per-worker
     /// set-up such as first-touch allocation of NUMA-local data.
     ///
-    /// Each call runs on a green thread that starts on its worker (a thread moving there is
-    /// never taken by a thief). If `f` blocks (a lock, a join) it may resume on another worker,
+    /// Each call runs on a green thread that starts on its worker (it moves there bound, as
+    /// [`migrate_to`](crate::migrate_to) does: no thief takes it on the way). If `f` blocks (a lock, a join) it may resume on another worker,
     /// like any green thread. A panic in any call is re-raised after every call has finished.
     /// May be called from an OS thread or from a green thread of any runtime.
     ///
@@ -82,7 +82,8 @@ impl Runtime {
                 let handles: Vec<_> = (0..num_threads)
                     .map(|index| {
                         s.spawn(move || {
-                            move_current_to(index);
+                            // Cannot fail: a green thread of this runtime, index < workers.
+                            let _ = migrate_to(index);
                             f(BroadcastContext { index, num_threads })
                         })
                     })

@@ -188,8 +188,17 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self.data.pending.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `scope` waits for every task it counted before the borrows of 'scope end, and
         // the runtime outlives the scope (it is the caller's own or the global one).
-        let task =
-            unsafe { spawn::spawn_raw(&*self.rt, f, true, None, None, Some(self.data.clone())) };
+        let task = unsafe {
+            spawn::spawn_raw(
+                &*self.rt,
+                f,
+                true,
+                None,
+                None,
+                Some(self.data.clone()),
+                None,
+            )
+        };
         ScopedJoinHandle {
             task: Some(task),
             scope: &self.data,

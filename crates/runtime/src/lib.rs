@@ -79,6 +79,7 @@ mod join;
 mod local;
 mod overflow;
 mod parking;
+mod placement;
 mod pool;
 mod ready;
 mod registry;
@@ -99,6 +100,9 @@ pub use introspect::{current_num_threads, current_thread_index, BroadcastContext
 pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
 pub use parking::yield_now;
+pub use placement::{
+    current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
+};
 pub use ready::ReadyOrder;
 pub use runtime::{
     global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
@@ -125,6 +129,8 @@ pub mod park {
     pub fn park_timeout(timeout: std::time::Duration) -> bool {
         footprint_locks::current_hook().park_timeout(timeout)
     }
+
+    pub use crate::placement::record_lock_wait;
 
     /// The index of the worker the calling green thread runs on (`None` outside green threads).
     pub fn current_worker() -> Option<usize> {

@@ -3,13 +3,14 @@
 //! A green thread parks by consuming its permit or by suspending with `Reason::Park`; the worker
 //! then publishes it as parked (`worker.rs`). An unparker that wins `PARKED -> EMPTY` owns the
 //! thread again and schedules it: onto the calling worker's ready structure when the placement
-//! hint allows, else into the target worker's inbox (the hint's worker, or the thread's last).
+//! hint allows, else into the target worker's inbox (the hint's worker, or by the runtime's own
+//! rule in `placement/`: the thread's last worker, its placement hints).
 
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::job::Job;
+use crate::placement::{self, Route};
 use crate::task::{Reason, Task, P_EMPTY, P_NOTIFIED, P_PARKED};
 use footprint_locks::{Placement, Unpark};
-use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -59,30 +60,31 @@ pub(crate) fn park_current() {
     }
 }
 
-/// Puts a woken green thread on a run queue (called by `Task::unpark_task`).
+/// Puts a woken green thread on a run queue (called by `Task::unpark_task`): on the worker the
+/// hint names, else by the runtime's own rule (`placement::woken_route`: its last worker, its
+/// placement hints, the load-balance exception).
 pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     // SAFETY: a parked task is unfinished, so its runtime is alive (Runtime::drop waits for
     // every unfinished green thread).
     let shared = unsafe { &*task.runtime() };
-    let n = shared.workers.len();
-    let target = match hint {
-        Placement::Worker(w) if w < n => Some(w),
-        _ => None,
-    };
-    let c = ctx_ptr();
-    // SAFETY: a non-null context is alive; its worker (if any) is the calling OS thread's.
-    unsafe {
-        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
-            let w = &*(*c).worker;
-            if target.is_none() || target == Some(w.index) {
-                (*w.ready.get()).push_woken(Job::Task(task));
-                return;
-            }
+    let here = placement::here(shared);
+    let here_index = here.map(|w| w.index);
+    // placement (issue 10 B): a home given by thread shuffling (003) wins across domains.
+    if let Some(s) = &shared.placement.shuffle {
+        let hinted = match hint {
+            Placement::Worker(w) if w < shared.workers.len() => Some(w),
+            _ => None,
+        };
+        if let Some(home) = s.redirect(&task, hinted) {
+            return placement::enqueue(shared, here, Route::Bound(home, u64::MAX), task);
         }
     }
-    let w = target.unwrap_or_else(|| task.last_worker.load(Ordering::Relaxed) % n);
-    shared.workers[w].inbox.push(Job::Task(task));
-    shared.notify_worker(w);
+    let route = match hint {
+        Placement::Worker(w) if Some(w) == here_index => Route::Local,
+        Placement::Worker(w) if w < shared.workers.len() => Route::Inbox(w),
+        _ => placement::woken_route(shared, &task, here_index),
+    };
+    placement::enqueue(shared, here, route, task);
 }
 
 /// Makes the first of the calling worker's next `scan` ready jobs that satisfies `pred` the next
@@ -152,32 +154,5 @@ impl Task {
 impl Unpark for Task {
     fn unpark(&self, hint: Placement) {
         self.unpark_task(hint)
-    }
-}
-
-/// Moves the calling green thread to worker `w` and returns once it runs there. Outside a
-/// green thread, or for a worker the runtime does not have, it returns at once.
-pub(crate) fn move_current_to(w: usize) {
-    let shared = crate::context::current_shared();
-    if shared.is_null() {
-        return;
-    }
-    // SAFETY: a non-null runtime pointer of the calling thread's context is alive while it runs.
-    if w >= unsafe { &*shared }.workers.len() {
-        return;
-    }
-    loop {
-        let t = current_task_ptr();
-        match crate::context::current_worker_index() {
-            _ if t.is_null() => return,
-            None => return,
-            Some(i) if i == w => {
-                // SAFETY: t is the running green thread of this OS thread.
-                unsafe { (*t).moving.store(false, Ordering::Relaxed) };
-                return;
-            }
-            // SAFETY: t is the running green thread of this OS thread.
-            Some(_) => unsafe { suspend(t, Reason::MoveTo(w)) },
-        }
     }
 }

@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     // accounting (issue 10 A): what is measured at each switch, and the first counter failure.
     pub(crate) counters: Resolved,
     pub(crate) counter_error: Mutex<Option<String>>,
+    // placement (issue 10 B): the fragment batcher and the placement counters.
+    pub(crate) placement: crate::placement::state::PlacementState,
 }
 
 impl Shared {

@@ -4,6 +4,8 @@ use crate::counters::Counters;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
+use crate::placement::shuffle::ShuffleState;
+use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
@@ -48,6 +50,9 @@ pub struct Builder {
     ready_order: ReadyOrder,
     switch_cost_ns: u64,
     counters: Counters,
+    // placement (issue 10 B)
+    shuffling: Option<ShuffleConfig>,
+    topology: Option<Topology>,
 }
 
 impl Default for Builder {
@@ -61,6 +66,8 @@ impl Default for Builder {
             ready_order: ReadyOrder::default(),
             switch_cost_ns: 300,
             counters: Counters::default(),
+            shuffling: None,
+            topology: None,
         }
     }
 }
@@ -137,6 +144,29 @@ impl Builder {
         self
     }
 
+    /// Turns thread shuffling on (003 ch. 4; default off): the runtime measures each green
+    /// thread's lock-wait time and, every monitoring interval, regroups threads with similar
+    /// lock times onto one cache domain. See [`ShuffleConfig`] and
+    /// [`PlacementStats`](crate::PlacementStats) for the decisions.
+    ///
+    /// ```
+    /// use footprint_runtime::{Runtime, ShuffleConfig};
+    /// let rt = Runtime::builder().workers(2).shuffling(ShuffleConfig::new()).build().unwrap();
+    /// assert_eq!(rt.placement_stats().shuffle_swaps, 0);
+    /// ```
+    pub fn shuffling(mut self, config: ShuffleConfig) -> Builder {
+        self.shuffling = Some(config);
+        self
+    }
+
+    /// The topology to derive the steal order and the shuffling domains from (default: this
+    /// machine's, [`Topology::detect`]); e.g. one read from a fake sysfs tree with
+    /// `Topology::from_sysfs` to try another machine's shape.
+    pub fn topology(mut self, topology: Topology) -> Builder {
+        self.topology = Some(topology);
+        self
+    }
+
     /// Starts the workers.
     pub fn build(self) -> Result<Runtime, Error> {
         if self.workers == Some(0) {
@@ -171,7 +201,7 @@ impl Builder {
         }
         let n = self.workers.unwrap_or(cpus.len());
         let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
-        let topology = Topology::detect();
+        let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
 
         let ready_order = self
@@ -215,7 +245,16 @@ impl Builder {
             stacks_mapped: AtomicU64::new(0),
             counters,
             counter_error: Mutex::new(None),
+            placement: crate::placement::state::PlacementState::new(
+                n,
+                self.shuffling
+                    .clone()
+                    .map(|c| ShuffleState::new(c, &topology, &worker_cpu)),
+            ),
         });
+        if shared.placement.shuffle.is_some() {
+            crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
+        }
 
         crate::overflow::install_handler();
         let (tx, rx) = mpsc::channel::<Result<(), Error>>();
@@ -395,7 +434,7 @@ impl Runtime {
             return f();
         }
         // SAFETY: join_task below waits for completion before `f`'s borrows can end.
-        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
         // SAFETY: the task's result type is R and we own its only handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
@@ -410,7 +449,7 @@ impl Runtime {
         T: Send + 'static,
     {
         // SAFETY: 'static closure and result.
-        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,
@@ -479,6 +518,12 @@ impl Runtime {
         RuntimeStats::collect(&self.shared)
     }
 
+    /// What the placement rules did so far (fragment batches, partners, rivals, migrations,
+    /// shuffling decisions); `Display` prints a table. See [`PlacementStats`].
+    pub fn placement_stats(&self) -> PlacementStats {
+        self.shared.placement.stats()
+    }
+
     /// A one-line description of every queue and sleep state, for diagnosing hangs.
     #[doc(hidden)]
     pub fn debug_state(&self) -> String {
@@ -510,6 +555,9 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        if let Some(s) = &self.shared.placement.shuffle {
+            s.stop();
+        }
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.notify_all();
         if context::current_shared() == Arc::as_ptr(&self.shared) {
@@ -575,7 +623,7 @@ impl RuntimeRef {
         }
         // SAFETY: the runtime is the caller's own (alive while it runs) or the global one; we
         // wait for completion before `f`'s borrows end.
-        let t = unsafe { spawn_raw(&*self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&*self.shared, f, true, None, None, None, None) };
         // SAFETY: result type R, sole handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
@@ -618,6 +666,8 @@ where
 pub struct GreenBuilder {
     name: Option<Arc<str>>,
     stack_size: Option<usize>,
+    // placement (issue 10 B)
+    hints: crate::task::PlacementHints,
 }
 
 impl GreenBuilder {
@@ -638,12 +688,75 @@ impl GreenBuilder {
         self
     }
 
+    /// Declares that the thread works on data fragment `id` of about `bytes` bytes (001): the
+    /// threads of one fragment are batched on one worker (a new fragment opens its batch on the
+    /// least-loaded worker) and run back to back there, so the fragment is read into that
+    /// worker's cache once. The thread stays bound to the batch's worker (wake-ups that name no
+    /// worker send it back there; idle workers do not steal it). Change it while running with
+    /// [`set_fragment`](crate::set_fragment). A size of 0 makes [`GreenBuilder::spawn`] fail
+    /// with [`Error::EmptyFragment`].
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build().unwrap();
+    /// let workers: Vec<Option<usize>> = rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..4)
+    ///         .map(|_| {
+    ///             GreenBuilder::new()
+    ///                 .fragment(7, 512 << 10)
+    ///                 .spawn(footprint_runtime::park::current_worker)
+    ///                 .unwrap()
+    ///         })
+    ///         .collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).collect()
+    /// });
+    /// assert!(workers.iter().all(|w| *w == workers[0]), "one fragment, one worker");
+    /// ```
+    pub fn fragment(mut self, id: u64, bytes: usize) -> GreenBuilder {
+        self.hints.fragment = Some((id, bytes));
+        self
+    }
+
+    /// Declares the thread a partner of `other` (004 §5.3, attract): it starts, and resumes
+    /// after wake-ups that name no worker, on the worker `other` last ran on, sharing its cache.
+    /// If `other` has finished by then, the hint is ignored (counted in
+    /// [`PlacementStats::finished_hint_ignored`](crate::PlacementStats)) and the thread is
+    /// placed by the plain rules; never an error. A fragment hint takes precedence.
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let a = footprint_runtime::spawn(|| 1);
+    ///     let b = GreenBuilder::new().partner(&a).spawn(|| 2).unwrap();
+    ///     assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
+    /// });
+    /// ```
+    pub fn partner<U>(mut self, other: &JoinHandle<U>) -> GreenBuilder {
+        self.hints.partner = other.task.clone();
+        self
+    }
+
+    /// Declares the thread a rival of `other` (004 §5.3, repulse: both are compute-heavy or
+    /// would evict each other's data): it runs on a worker other than the one `other` last ran
+    /// on (when the runtime has more than one). A finished rival is ignored like a finished
+    /// partner ([`GreenBuilder::partner`]).
+    pub fn rival<U>(mut self, other: &JoinHandle<U>) -> GreenBuilder {
+        self.hints.rival = other.task.clone();
+        self
+    }
+
     /// Spawns it on the current runtime (the global one outside any runtime).
+    ///
+    /// Errors: [`Error::StackTooSmall`], [`Error::EmptyFragment`] (a fragment hint of 0 bytes).
     pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        if let Some((fragment, 0)) = self.hints.fragment {
+            return Err(Error::EmptyFragment { fragment });
+        }
         if let Some(s) = self.stack_size {
             if s < MIN_STACK_SIZE {
                 return Err(Error::StackTooSmall {
@@ -666,7 +779,8 @@ impl GreenBuilder {
         }
         // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
         // closure and result.
-        let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None) };
+        let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
+        let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None, hints) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,

@@ -4,17 +4,21 @@
 
 use crate::context::ctx_ptr;
 use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
+use crate::placement;
 use crate::registry::{Shared, WorkerLocal};
-use crate::task::{self, Task};
+use crate::task::{self, PlacementHints, Task};
 use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Creates a green thread for `f` on runtime `shared` and queues it.
+/// Creates a green thread for `f` on runtime `shared` and queues it: on the calling worker's
+/// start deque (or the injector off a worker), or, with placement `hints` (issue 10 B), in the
+/// bound queue of the worker they name (`placement::place_new`).
 ///
 /// # Safety
 /// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
 /// with non-`'static` closures wait for completion before their borrows end.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn spawn_raw<F, T>(
     shared: &Shared,
     f: F,
@@ -22,6 +26,7 @@ pub(crate) unsafe fn spawn_raw<F, T>(
     name: Option<Arc<str>>,
     stack_size: Option<usize>,
     scope: Option<Arc<task::ScopeShared>>,
+    hints: Option<Box<PlacementHints>>,
 ) -> Arc<Task>
 where
     F: FnOnce() -> T,
@@ -38,8 +43,16 @@ where
             t.init(f, rt, with_handle, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
-            w.deque.push(RawJob::task(t.clone()));
-            shared.notify_one_local_push(w.index);
+            match hints {
+                None => {
+                    w.deque.push(RawJob::task(t.clone()));
+                    shared.notify_one_local_push(w.index);
+                }
+                Some(h) => {
+                    let route = placement::place_new(shared, &t, h, Some(w.index));
+                    placement::enqueue(shared, Some(w), route, t.clone());
+                }
+            }
             t
         } else {
             let t = shared
@@ -50,8 +63,16 @@ where
                 .unwrap_or_else(|| Arc::new(Task::new()));
             t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
-            shared.injector.push(RawJob::task(t.clone()));
-            shared.notify_one(0);
+            match hints {
+                None => {
+                    shared.injector.push(RawJob::task(t.clone()));
+                    shared.notify_one(0);
+                }
+                Some(h) => {
+                    let route = placement::place_new(shared, &t, h, None);
+                    placement::enqueue(shared, None, route, t.clone());
+                }
+            }
             t
         }
     }
@@ -165,6 +186,11 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
 pub(crate) fn count_finished(t: &Task) {
     // SAFETY: the task is unfinished until this call, so its runtime is alive.
     let shared = unsafe { &*t.runtime() };
+    // placement (issue 10 B): a finished thread leaves its fragment batch.
+    // SAFETY: the caller holds the run reference of the finished thread.
+    if unsafe { (*t.hints.get()).is_some() } {
+        unsafe { placement::on_finish(shared, t) };
+    }
     let c = ctx_ptr();
     // SAFETY: as above for the context.
     unsafe {

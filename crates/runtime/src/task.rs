@@ -18,7 +18,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Why a green thread gave its worker back.
@@ -28,9 +28,8 @@ pub(crate) enum Reason {
     Yield,
     /// Park me (the park protocol finishes on the worker's stack).
     Park,
-    /// Resume me on this worker (`Runtime::broadcast`): the thread goes to that worker's inbox,
-    /// marked so that idle thieves leave it there.
-    MoveTo(usize),
+    /// Move me to this worker (placement, issue 10 B: `placement::migrate_current`).
+    Migrate(usize),
 }
 
 /// What a coroutine returns: normal completion or a recovered stack overflow.
@@ -255,9 +254,6 @@ pub(crate) struct Task {
     pub(crate) class: ClassCell,
     /// The worker it last ran on.
     pub(crate) last_worker: AtomicUsize,
-    /// In transit to a chosen worker's inbox (`Reason::MoveTo`): thieves leave it alone. Set by
-    /// the worker that moves it, cleared by the thread itself once it runs on that worker.
-    pub(crate) moving: AtomicBool,
     /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
     /// so that the control block sits below the runtime state that pools it). Valid while the
     /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
@@ -296,6 +292,52 @@ pub(crate) struct Task {
     // at the switches by the worker holding the run reference (`worker.rs`), read by
     // `JoinHandle::stats` and `current_stats`. Last, away from the fields the switch reads.
     pub(crate) acct: ThreadAccount,
+    // placement (issue 10 B): the placement hints of this thread (`GreenBuilder::fragment`,
+    // `partner`, `rival`, `set_fragment`). `None` for a thread without hints, so the wake path
+    // pays one load. Written by the creator before the thread is published, by the thread
+    // itself while it runs, and cleared when it finishes (`placement::on_finish`); read by
+    // whoever places it (after the park/unpark or queue hand-over, which orders the accesses).
+    pub(crate) hints: UnsafeCell<Option<Box<PlacementHints>>>,
+    /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
+    /// inline on the joiner's worker, which would defeat the placement.
+    pub(crate) bound: std::sync::atomic::AtomicBool,
+    /// Shuffling (003): nanoseconds parked in locks (written by the thread itself), the home
+    /// worker a shuffling decision gave it (`usize::MAX`: none), and whether the monitor holds
+    /// it.
+    pub(crate) lock_wait_ns: std::sync::atomic::AtomicU64,
+    pub(crate) shuffle_home: AtomicUsize,
+    pub(crate) shuffle_monitored: std::sync::atomic::AtomicBool,
+}
+
+// placement (issue 10 B)
+/// A green thread's placement hints (see `crate::placement`).
+#[derive(Clone, Default)]
+pub(crate) struct PlacementHints {
+    /// The data fragment it works on: `(id, bytes)` (001).
+    pub(crate) fragment: Option<(u64, usize)>,
+    /// Run on the same worker as this thread (004 §5.3, attract).
+    pub(crate) partner: Option<Arc<Task>>,
+    /// Run on another worker than this thread (004 §5.3, repulse).
+    pub(crate) rival: Option<Arc<Task>>,
+    /// The ready key of its fragment batch on its worker (smaller first).
+    pub(crate) batch_order: u64,
+}
+
+impl PlacementHints {
+    /// Whether any hint is set.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fragment.is_none() && self.partner.is_none() && self.rival.is_none()
+    }
+}
+
+impl std::fmt::Debug for PlacementHints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlacementHints")
+            .field("fragment", &self.fragment)
+            .field("partner", &self.partner.is_some())
+            .field("rival", &self.rival.is_some())
+            .finish()
+    }
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -338,7 +380,6 @@ impl Task {
             park: AtomicU8::new(P_EMPTY),
             class: ClassCell::new(PriorityClass::Running),
             last_worker: AtomicUsize::new(0),
-            moving: AtomicBool::new(false),
             shared: UnsafeCell::new(ptr::null()),
             waiter: UnsafeCell::new(None),
             co: UnsafeCell::new(None),
@@ -355,6 +396,11 @@ impl Task {
             nested: std::cell::Cell::new(0),
             affinity: UnsafeCell::new(None),
             acct: ThreadAccount::default(),
+            hints: UnsafeCell::new(None),
+            bound: std::sync::atomic::AtomicBool::new(false),
+            lock_wait_ns: std::sync::atomic::AtomicU64::new(0),
+            shuffle_home: AtomicUsize::new(usize::MAX),
+            shuffle_monitored: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -399,6 +445,10 @@ impl Task {
             if let Some(a) = (*self.affinity.get()).as_deref_mut() {
                 *a = ThreadAffinity::new();
             }
+            *self.hints.get() = None;
+            self.bound.store(false, Ordering::Relaxed);
+            self.lock_wait_ns.store(0, Ordering::Relaxed);
+            self.shuffle_home.store(usize::MAX, Ordering::Relaxed);
             let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));

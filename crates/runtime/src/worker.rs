@@ -84,7 +84,14 @@ impl WorkerLocal {
     #[inline]
     fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
         if me.inbox.len.load(Ordering::Acquire) == 0 {
-            return None;
+            // placement (issue 10 B): threads placed here by a hint wait in the bound queue.
+            if me.inbox.bound_len.load(Ordering::Acquire) == 0 {
+                return None;
+            }
+            return me.inbox.pop_bound();
+        }
+        if let Some(j) = me.inbox.pop_bound() {
+            return Some(j);
         }
         match self.ready() {
             ReadyQueue::Policy(p) => p.pop(),
@@ -118,24 +125,6 @@ impl WorkerLocal {
         shared.notify_one(self.index);
     }
 
-    /// Hands a green thread that asked to run on worker `w` to that worker's inbox, marked so
-    /// that thieves leave it there (`Reason::MoveTo`).
-    ///
-    /// # Safety
-    /// The caller holds `task`'s run reference (it just suspended on this worker).
-    #[cold]
-    unsafe fn move_to(&self, task: Arc<Task>, w: usize, misses: Option<u64>) {
-        let shared = self.shared();
-        if w == self.index || w >= shared.workers.len() {
-            // SAFETY: the caller holds the run reference.
-            unsafe { self.ready().push_yielded(task, misses) };
-            return;
-        }
-        task.moving.store(true, Ordering::Relaxed);
-        shared.workers[w].inbox.push(Job::Task(task));
-        shared.notify_worker(w);
-    }
-
     /// Steals: own inbox, then victims tier by tier (their start deques, then inboxes), then the
     /// injector.
     fn steal(&self) -> Option<Job> {
@@ -159,7 +148,7 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                if let Some(j) = v.inbox.pop_unbound() {
+                if let Some(j) = v.inbox.pop() {
                     self.count_steal(me, ti);
                     return Some(j);
                 }
@@ -331,7 +320,10 @@ impl WorkerLocal {
                     self.yielded.set(true);
                 }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
-                CoroutineResult::Yield(Reason::MoveTo(w)) => self.move_to(task, w, misses),
+                // placement (issue 10 B): the thread asked to move (`placement::migrate_current`).
+                CoroutineResult::Yield(Reason::Migrate(to)) => {
+                    crate::placement::finish_migrate(self, task, to)
+                }
                 CoroutineResult::Return(exit) => {
                     self.tick_stale.set(true);
                     *t.trap.get() = None;

@@ -8,8 +8,9 @@ use crate::model::{
     format_ns, format_number, format_ratio, Axis, Plot, PlotKind, Section, Table, X,
 };
 use crate::stats::StatsTable;
+use crate::workloads::orders::ready_orders;
 use crate::workloads::smoother::{run_footprint, Grid, Params};
-use crate::workloads::working_set::{ready_orders, WORKERS};
+use crate::workloads::working_set::WORKERS;
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut s = Section::new(

@@ -9,8 +9,9 @@ use crate::experiments::{runtime, Ctx};
 use crate::measure::repeat_whole;
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
+use crate::workloads::orders::ready_orders;
 use crate::workloads::working_set::{
-    check, ready_orders, run_footprint, run_std_threads, GROUP, ROUNDS, THREADS, WORDS, WORKERS,
+    check, run_footprint, run_std_threads, GROUP, ROUNDS, THREADS, WORDS, WORKERS,
 };
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {

@@ -10,6 +10,8 @@ pub mod lock_hot;
 pub mod micro;
 #[path = "../../../benches/common/multiprog.rs"]
 pub mod multiprog;
+#[path = "../../../benches/common/orders.rs"]
+pub mod orders;
 #[allow(dead_code)]
 #[path = "../../../benches/common/peers.rs"]
 pub mod peers;
