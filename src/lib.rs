@@ -22,6 +22,8 @@ pub use footprint_locks as locks;
 pub use footprint_pmu as pmu;
 pub use footprint_runtime as runtime;
 
+pub mod par;
+
 pub use footprint_runtime::{
     block_in_place, join, scope, spawn, spawn_blocking, yield_now, Builder, Error, GreenBuilder,
     GreenLocal, JoinHandle, Runtime, Scope, ScopedJoinHandle,

@@ -94,7 +94,8 @@ pub use local::GreenLocal;
 pub use parking::yield_now;
 pub use ready::ReadyOrder;
 pub use runtime::{
-    global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+    current_num_threads, current_runtime_id, global, spawn, Builder, GreenBuilder, Runtime,
+    RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
 };
 pub use sys::process_cpu_time;
 

@@ -96,6 +96,15 @@ pub(crate) struct Shared {
     pub(crate) overflows: AtomicU64,
     /// Stacks mapped (fresh) so far.
     pub(crate) stacks_mapped: AtomicU64,
+    /// This runtime's process-unique number (see [`next_runtime_id`]).
+    pub(crate) id: u64,
+}
+
+/// A number no other runtime of this process has had or will have (never reused, unlike the
+/// address of a dropped runtime's state).
+pub(crate) fn next_runtime_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Shared {

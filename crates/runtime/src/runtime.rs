@@ -185,6 +185,7 @@ impl Builder {
             switch_cost_ns: self.switch_cost_ns,
             overflows: AtomicU64::new(0),
             stacks_mapped: AtomicU64::new(0),
+            id: crate::registry::next_runtime_id(),
         });
 
         crate::overflow::install_handler();
@@ -548,6 +549,41 @@ pub(crate) fn current_or_global<R>(f: impl FnOnce(&RuntimeRef) -> R) -> R {
         shared: if s.is_null() { global_shared() } else { s },
     };
     f(&r)
+}
+
+/// The runtime a loop or `scope` started here runs on: the caller's own, or the global one.
+fn current_or_global_shared() -> *const Shared {
+    current_or_global(|r| r.shared)
+}
+
+/// The number of workers of the runtime the caller runs on (a green thread's, a worker's or a
+/// blocking thread's own runtime), or of the global runtime elsewhere (building it if needed).
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(3).build()?;
+/// assert_eq!(rt.block_on(footprint_runtime::current_num_threads), 3);
+/// # Ok::<(), footprint_runtime::Error>(())
+/// ```
+pub fn current_num_threads() -> usize {
+    // SAFETY: the caller's runtime outlives its workers and green threads; the global one lives
+    // for the whole process.
+    unsafe { (&(*current_or_global_shared()).workers).len() }
+}
+
+/// A process-unique number of the runtime [`current_num_threads`] counts (never reused after a
+/// runtime is dropped), so state kept across calls can tell runtimes apart.
+///
+/// ```
+/// let a = footprint_runtime::Runtime::builder().workers(1).build()?;
+/// let b = footprint_runtime::Runtime::builder().workers(1).build()?;
+/// let ida = a.block_on(footprint_runtime::current_runtime_id);
+/// assert_eq!(ida, a.block_on(footprint_runtime::current_runtime_id));
+/// assert_ne!(ida, b.block_on(footprint_runtime::current_runtime_id));
+/// # Ok::<(), footprint_runtime::Error>(())
+/// ```
+pub fn current_runtime_id() -> u64 {
+    // SAFETY: as in current_num_threads.
+    unsafe { (*current_or_global_shared()).id }
 }
 
 /// A borrowed runtime (by its shared state).

@@ -1,0 +1,286 @@
+//! Dealing a loop's items to participants: per-worker lists of chunks (`Static`, `Affinity`), a
+//! shared counter (`Dynamic`) and a shrinking take (`Guided`).
+
+use super::affinity::{Affinity, LoopKey, RunRecord};
+use super::schedule::Schedule;
+use crossbeam_utils::CachePadded;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Chunks per worker under `Affinity`: enough to balance by stealing whole chunks, few enough
+/// that each is a long contiguous run.
+pub(crate) const AFFINITY_CHUNKS_PER_WORKER: usize = 16;
+
+/// One take of a participant: items `items`.
+pub(crate) struct Claim {
+    pub(crate) items: Range<usize>,
+}
+
+/// The dealing state of one loop run.
+pub(crate) enum Deal {
+    Lists(Lists),
+    Dynamic {
+        next: CachePadded<AtomicUsize>,
+        items: usize,
+        take: usize,
+    },
+    Guided {
+        next: CachePadded<AtomicUsize>,
+        items: usize,
+        min_take: usize,
+        workers: usize,
+    },
+}
+
+/// Per-worker lists of chunks. Chunk `c` covers items `c * items / chunks ..
+/// (c + 1) * items / chunks`. The lists are consecutive stretches of `order`; each has a packed
+/// (front, back) cursor: its worker takes from the front, thieves from the back, so every chunk
+/// is taken exactly once (one compare-and-swap decides each take).
+pub(crate) struct Lists {
+    items: usize,
+    chunks: usize,
+    order: Box<[u32]>,
+    ends: Box<[CachePadded<AtomicU64>]>,
+    /// The worker that took each chunk (written by its taker, read after the run).
+    ran_on: Box<[AtomicU32]>,
+    stolen: AtomicU64,
+    /// `Some` under `Affinity`: the handle, the run's shape, whether it replays a memory.
+    affinity: Option<(Affinity, LoopKey, bool)>,
+}
+
+fn pack(front: u32, back: u32) -> u64 {
+    (u64::from(back) << 32) | u64::from(front)
+}
+
+fn unpack(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+impl Deal {
+    /// The deal of `items` items to `workers` workers of runtime `runtime` by `schedule`
+    /// (already checked). `items` > 0.
+    pub(crate) fn new(items: usize, schedule: &Schedule, workers: usize, runtime: u64) -> Deal {
+        let workers = workers.max(1);
+        match schedule {
+            Schedule::Static => Deal::Lists(Lists::new(items, items.min(workers), workers, None)),
+            Schedule::Dynamic(take) => Deal::Dynamic {
+                next: CachePadded::new(AtomicUsize::new(0)),
+                items,
+                take: *take,
+            },
+            Schedule::Guided(min_take) => Deal::Guided {
+                next: CachePadded::new(AtomicUsize::new(0)),
+                items,
+                min_take: *min_take,
+                workers,
+            },
+            Schedule::Affinity(handle) => {
+                let chunks = items.min(workers.saturating_mul(AFFINITY_CHUNKS_PER_WORKER));
+                let key = LoopKey {
+                    runtime,
+                    workers,
+                    items,
+                    chunks,
+                };
+                let plan = handle.plan(key);
+                let mut lists = Lists::new(items, chunks, workers, plan.as_deref());
+                lists.affinity = Some((handle.clone(), key, plan.is_some()));
+                Deal::Lists(lists)
+            }
+        }
+    }
+
+    /// How many participants can have work at once.
+    pub(crate) fn participants(&self, workers: usize) -> usize {
+        let most = match self {
+            Deal::Lists(l) => l.chunks,
+            Deal::Dynamic { items, take, .. } => items.div_ceil(*take),
+            Deal::Guided {
+                items, min_take, ..
+            } => items.div_ceil(*min_take),
+        };
+        most.min(workers).max(1)
+    }
+
+    /// The next take of a participant running on worker `worker`, or `None` when every item is
+    /// taken.
+    pub(crate) fn next(&self, worker: usize) -> Option<Claim> {
+        match self {
+            Deal::Lists(l) => l.next(worker),
+            Deal::Dynamic { next, items, take } => {
+                // Stop counting once past the end, so the counter cannot wrap.
+                if next.load(Ordering::Relaxed) >= *items {
+                    return None;
+                }
+                let start = next.fetch_add(*take, Ordering::Relaxed);
+                (start < *items).then(|| Claim {
+                    items: start..(*items).min(start.saturating_add(*take)),
+                })
+            }
+            Deal::Guided {
+                next,
+                items,
+                min_take,
+                workers,
+            } => {
+                let mut start = next.load(Ordering::Relaxed);
+                loop {
+                    if start >= *items {
+                        return None;
+                    }
+                    let left = items - start;
+                    let take = left.div_ceil(*workers).max(*min_take).min(left);
+                    match next.compare_exchange_weak(
+                        start,
+                        start + take,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => {
+                            return Some(Claim {
+                                items: start..start + take,
+                            })
+                        }
+                        Err(now) => start = now,
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a run that finished without a panic: the `Affinity` handle learns where each chunk
+    /// ran.
+    pub(crate) fn finish(self) {
+        if let Deal::Lists(l) = self {
+            l.finish()
+        }
+    }
+}
+
+impl Lists {
+    /// `chunks` chunks on the lists of `workers` workers: chunk `c` on list `plan[c]`, or in
+    /// contiguous blocks without a plan.
+    fn new(items: usize, chunks: usize, workers: usize, plan: Option<&[u32]>) -> Lists {
+        let list_of = |c: usize| match plan {
+            Some(p) => p[c] as usize,
+            None => c * workers / chunks,
+        };
+        let mut count = vec![0u32; workers];
+        for c in 0..chunks {
+            count[list_of(c)] += 1;
+        }
+        let mut start = Vec::with_capacity(workers);
+        let mut at = 0u32;
+        for &n in &count {
+            start.push(at);
+            at += n;
+        }
+        let mut fill = start.clone();
+        let mut order = vec![0u32; chunks].into_boxed_slice();
+        for c in 0..chunks {
+            let l = list_of(c);
+            order[fill[l] as usize] = c as u32;
+            fill[l] += 1;
+        }
+        let ends = (0..workers)
+            .map(|w| CachePadded::new(AtomicU64::new(pack(start[w], start[w] + count[w]))))
+            .collect();
+        Lists {
+            items,
+            chunks,
+            order,
+            ends,
+            ran_on: (0..chunks).map(|_| AtomicU32::new(0)).collect(),
+            stolen: AtomicU64::new(0),
+            affinity: None,
+        }
+    }
+
+    fn chunk_items(&self, c: usize) -> Range<usize> {
+        let at = |c: usize| (c as u128 * self.items as u128 / self.chunks as u128) as usize;
+        at(c)..at(c + 1)
+    }
+
+    fn next(&self, worker: usize) -> Option<Claim> {
+        let own = worker % self.ends.len();
+        let c = self.take_front(own).or_else(|| {
+            let c = self.steal()?;
+            self.stolen.fetch_add(1, Ordering::Relaxed);
+            Some(c)
+        })?;
+        self.ran_on[c].store(own as u32, Ordering::Relaxed);
+        Some(Claim {
+            items: self.chunk_items(c),
+        })
+    }
+
+    fn take_front(&self, list: usize) -> Option<usize> {
+        let end = &self.ends[list];
+        let mut v = end.load(Ordering::Acquire);
+        loop {
+            let (front, back) = unpack(v);
+            if front >= back {
+                return None;
+            }
+            match end.compare_exchange_weak(
+                v,
+                pack(front + 1, back),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(self.order[front as usize] as usize),
+                Err(now) => v = now,
+            }
+        }
+    }
+
+    /// Takes the last chunk of the longest list, or `None` when all are empty.
+    fn steal(&self) -> Option<usize> {
+        loop {
+            let mut best: Option<(usize, u64, u32)> = None;
+            for (l, end) in self.ends.iter().enumerate() {
+                let v = end.load(Ordering::Acquire);
+                let (front, back) = unpack(v);
+                let left = back.saturating_sub(front);
+                if left > 0 && best.is_none_or(|(_, _, most)| left > most) {
+                    best = Some((l, v, left));
+                }
+            }
+            let (l, v, _) = best?;
+            let (front, back) = unpack(v);
+            if self.ends[l]
+                .compare_exchange(
+                    v,
+                    pack(front, back - 1),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                return Some(self.order[back as usize - 1] as usize);
+            }
+        }
+    }
+
+    fn finish(self) {
+        let Some((handle, key, replayed)) = self.affinity else {
+            return;
+        };
+        if handle.is_private() {
+            return;
+        }
+        let worker_of = self
+            .ran_on
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect();
+        handle.commit(
+            key,
+            RunRecord {
+                worker_of,
+                stolen: self.stolen.load(Ordering::Relaxed),
+                replayed,
+            },
+        );
+    }
+}
