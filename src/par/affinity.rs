@@ -1,7 +1,7 @@
 //! TBB's `affinity_partitioner`: a handle that remembers which worker ran each chunk of a loop,
 //! so that the next run of the same loop deals each chunk to that worker first.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// A memory of where a loop's chunks ran, for [`Schedule::Affinity`](super::Schedule).
 ///
@@ -36,9 +36,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// assert!(grid.iter().all(|&x| x == 0.125));
 /// # Ok::<(), footprint::Error>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Affinity {
-    state: Arc<Mutex<State>>,
+    /// Allocated on first clone or first run, so that a handle nobody else holds (a default
+    /// schedule's) costs no allocation.
+    state: OnceLock<Arc<Mutex<State>>>,
+}
+
+impl Clone for Affinity {
+    fn clone(&self) -> Affinity {
+        Affinity {
+            state: OnceLock::from(self.shared().clone()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Affinity {
@@ -117,9 +127,13 @@ impl Affinity {
             .map(|m| m.worker_of.iter().map(|&w| w as usize).collect())
     }
 
+    fn shared(&self) -> &Arc<Mutex<State>> {
+        self.state.get_or_init(Arc::default)
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // The state is consistent after any panic (written whole under the lock).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.shared().lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The worker each chunk should go to first in a run of shape `key`: the remembered one,
@@ -159,6 +173,6 @@ impl Affinity {
     /// Whether nobody but the running loop can see this handle (a default schedule's fresh
     /// handle): its memory need not be written.
     pub(crate) fn is_private(&self) -> bool {
-        Arc::strong_count(&self.state) == 1
+        self.state.get().is_none_or(|s| Arc::strong_count(s) == 1)
     }
 }

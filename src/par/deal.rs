@@ -4,6 +4,7 @@
 use super::affinity::{Affinity, LoopKey, RunRecord};
 use super::schedule::Schedule;
 use crossbeam_utils::CachePadded;
+use footprint_runtime::park::current_worker;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
@@ -39,9 +40,11 @@ pub(crate) enum Deal {
 pub(crate) struct Lists {
     items: usize,
     chunks: usize,
-    order: Box<[u32]>,
+    /// The chunks in list order; `None` when that is chunk order (contiguous blocks).
+    order: Option<Box<[u32]>>,
     ends: Box<[CachePadded<AtomicU64>]>,
-    /// The worker that took each chunk (written by its taker, read after the run).
+    /// The worker that took each chunk (written by its taker, read after the run); empty when
+    /// nobody will read it.
     ran_on: Box<[AtomicU32]>,
     stolen: AtomicU64,
     /// `Some` under `Affinity`: the handle, the run's shape, whether it replays a memory.
@@ -57,12 +60,14 @@ fn unpack(v: u64) -> (u32, u32) {
 }
 
 impl Deal {
-    /// The deal of `items` items to `workers` workers of runtime `runtime` by `schedule`
+    /// The deal of `items` items to the `workers` workers of the current runtime by `schedule`
     /// (already checked). `items` > 0.
-    pub(crate) fn new(items: usize, schedule: &Schedule, workers: usize, runtime: u64) -> Deal {
+    pub(crate) fn new(items: usize, schedule: &Schedule, workers: usize) -> Deal {
         let workers = workers.max(1);
         match schedule {
-            Schedule::Static => Deal::Lists(Lists::new(items, items.min(workers), workers, None)),
+            Schedule::Static => {
+                Deal::Lists(Lists::new(items, items.min(workers), workers, None, false))
+            }
             Schedule::Dynamic(take) => Deal::Dynamic {
                 next: CachePadded::new(AtomicUsize::new(0)),
                 items,
@@ -76,14 +81,19 @@ impl Deal {
             },
             Schedule::Affinity(handle) => {
                 let chunks = items.min(workers.saturating_mul(AFFINITY_CHUNKS_PER_WORKER));
+                if handle.is_private() {
+                    // Nobody else holds the handle (a default schedule): nothing to replay and
+                    // nobody to tell, so deal contiguous blocks without recording.
+                    return Deal::Lists(Lists::new(items, chunks, workers, None, false));
+                }
                 let key = LoopKey {
-                    runtime,
+                    runtime: footprint_runtime::current_runtime_id(),
                     workers,
                     items,
                     chunks,
                 };
                 let plan = handle.plan(key);
-                let mut lists = Lists::new(items, chunks, workers, plan.as_deref());
+                let mut lists = Lists::new(items, chunks, workers, plan.as_deref(), true);
                 lists.affinity = Some((handle.clone(), key, plan.is_some()));
                 Deal::Lists(lists)
             }
@@ -102,11 +112,18 @@ impl Deal {
         most.min(workers).max(1)
     }
 
-    /// The next take of a participant running on worker `worker`, or `None` when every item is
-    /// taken.
-    pub(crate) fn next(&self, worker: usize) -> Option<Claim> {
+    /// The next take of the calling participant, or `None` when every item is taken. `worker`
+    /// caches the participant's worker: read on its first take, and on every take when the
+    /// run is recorded (a body that blocked may have resumed on another worker).
+    pub(crate) fn next(&self, worker: &mut Option<usize>) -> Option<Claim> {
         match self {
-            Deal::Lists(l) => l.next(worker),
+            Deal::Lists(l) => {
+                let w = match *worker {
+                    Some(w) if l.ran_on.is_empty() => w,
+                    _ => *worker.insert(current_worker().unwrap_or(0)),
+                };
+                l.next(w)
+            }
             Deal::Dynamic { next, items, take } => {
                 // Stop counting once past the end, so the counter cannot wrap.
                 if next.load(Ordering::Relaxed) >= *items {
@@ -159,40 +176,66 @@ impl Deal {
 
 impl Lists {
     /// `chunks` chunks on the lists of `workers` workers: chunk `c` on list `plan[c]`, or in
-    /// contiguous blocks without a plan.
-    fn new(items: usize, chunks: usize, workers: usize, plan: Option<&[u32]>) -> Lists {
-        let list_of = |c: usize| match plan {
-            Some(p) => p[c] as usize,
-            None => c * workers / chunks,
+    /// contiguous blocks without a plan (list `w` holds chunks from `ceil(w * chunks /
+    /// workers)` on, chunk `c` is on list `c * workers / chunks`). `record`: keep the worker
+    /// that took each chunk.
+    fn new(
+        items: usize,
+        chunks: usize,
+        workers: usize,
+        plan: Option<&[u32]>,
+        record: bool,
+    ) -> Lists {
+        let (order, ends) = match plan {
+            None => {
+                let first = |w: usize| (w * chunks).div_ceil(workers) as u32;
+                let ends = (0..workers)
+                    .map(|w| CachePadded::new(AtomicU64::new(pack(first(w), first(w + 1)))))
+                    .collect();
+                (None, ends)
+            }
+            Some(plan) => {
+                let mut count = vec![0u32; workers];
+                for &w in plan {
+                    count[w as usize] += 1;
+                }
+                let mut fill = Vec::with_capacity(workers);
+                let mut at = 0u32;
+                for &n in &count {
+                    fill.push(at);
+                    at += n;
+                }
+                let ends = (0..workers)
+                    .map(|w| CachePadded::new(AtomicU64::new(pack(fill[w], fill[w] + count[w]))))
+                    .collect();
+                let mut order = vec![0u32; chunks].into_boxed_slice();
+                for (c, &w) in plan.iter().enumerate() {
+                    order[fill[w as usize] as usize] = c as u32;
+                    fill[w as usize] += 1;
+                }
+                (Some(order), ends)
+            }
         };
-        let mut count = vec![0u32; workers];
-        for c in 0..chunks {
-            count[list_of(c)] += 1;
-        }
-        let mut start = Vec::with_capacity(workers);
-        let mut at = 0u32;
-        for &n in &count {
-            start.push(at);
-            at += n;
-        }
-        let mut fill = start.clone();
-        let mut order = vec![0u32; chunks].into_boxed_slice();
-        for c in 0..chunks {
-            let l = list_of(c);
-            order[fill[l] as usize] = c as u32;
-            fill[l] += 1;
-        }
-        let ends = (0..workers)
-            .map(|w| CachePadded::new(AtomicU64::new(pack(start[w], start[w] + count[w]))))
-            .collect();
         Lists {
             items,
             chunks,
             order,
             ends,
-            ran_on: (0..chunks).map(|_| AtomicU32::new(0)).collect(),
+            ran_on: if record {
+                (0..chunks).map(|_| AtomicU32::new(0)).collect()
+            } else {
+                Box::new([])
+            },
             stolen: AtomicU64::new(0),
             affinity: None,
+        }
+    }
+
+    /// The chunk at place `at` of the lists.
+    fn chunk_at(&self, at: u32) -> usize {
+        match &self.order {
+            Some(order) => order[at as usize] as usize,
+            None => at as usize,
         }
     }
 
@@ -208,7 +251,9 @@ impl Lists {
             self.stolen.fetch_add(1, Ordering::Relaxed);
             Some(c)
         })?;
-        self.ran_on[c].store(own as u32, Ordering::Relaxed);
+        if let Some(slot) = self.ran_on.get(c) {
+            slot.store(own as u32, Ordering::Relaxed);
+        }
         Some(Claim {
             items: self.chunk_items(c),
         })
@@ -228,7 +273,7 @@ impl Lists {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(self.order[front as usize] as usize),
+                Ok(_) => return Some(self.chunk_at(front)),
                 Err(now) => v = now,
             }
         }
@@ -257,7 +302,7 @@ impl Lists {
                 )
                 .is_ok()
             {
-                return Some(self.order[back as usize - 1] as usize);
+                return Some(self.chunk_at(back - 1));
             }
         }
     }
@@ -266,9 +311,6 @@ impl Lists {
         let Some((handle, key, replayed)) = self.affinity else {
             return;
         };
-        if handle.is_private() {
-            return;
-        }
         let worker_of = self
             .ran_on
             .iter()
