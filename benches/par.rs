@@ -10,7 +10,7 @@
 //! - `triangular`: 4096 iterations, iteration `i` costs `i` units (uneven): `par_iter_mut`
 //!   with each schedule vs rayon `par_iter_mut`.
 //! - `dot`: `map_reduce` dot product of two 2^20-element vectors (16 MiB) vs rayon
-//!   `par_iter().zip().map().sum()`.
+//!   `par_iter().zip().map().sum()`; here `Dynamic` and `Guided` take 2^13 indices at a time.
 //! - `empty_loop`: a loop over 2 chunks with an empty body (per-loop overhead) vs rayon.
 //!
 //! Everything is timed from inside the runtime / pool (`block_on` / `install` around criterion's
@@ -161,7 +161,12 @@ fn dot(c: &mut Criterion) {
     let a: Vec<f64> = (0..n).map(|i| (i % 17) as f64).collect();
     let b: Vec<f64> = (0..n).map(|i| (i % 5) as f64).collect();
     let expect: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-    for (name, schedule) in schedules() {
+    // An index loop: `Dynamic`/`Guided` get the chunk size a user would give them (64 takes
+    // per worker), not the Jacobi rows' 1 (a million single-index takes).
+    let mut rows = schedules();
+    rows[1].1 = Box::new(move || Schedule::Dynamic(n / 128));
+    rows[2].1 = Box::new(move || Schedule::Guided(n / 128));
+    for (name, schedule) in rows {
         g.bench_function(name, |bench| {
             bench.iter_custom(|iters| {
                 rt.block_on(|| {
