@@ -2,6 +2,7 @@
 //! shared counter (`Dynamic`) and a shrinking take (`Guided`).
 
 use super::affinity::{Affinity, LoopKey, RunRecord};
+use super::ends::Ends;
 use super::schedule::Schedule;
 use crossbeam_utils::CachePadded;
 use footprint_runtime::park::current_worker;
@@ -42,7 +43,7 @@ pub(crate) struct Lists {
     chunks: usize,
     /// The chunks in list order; `None` when that is chunk order (contiguous blocks).
     order: Option<Box<[u32]>>,
-    ends: Box<[CachePadded<AtomicU64>]>,
+    ends: ListEnds,
     /// The worker that took each chunk (written by its taker, read after the run); empty when
     /// nobody will read it.
     ran_on: Box<[AtomicU32]>,
@@ -51,12 +52,36 @@ pub(crate) struct Lists {
     affinity: Option<(Affinity, LoopKey, bool)>,
 }
 
-fn pack(front: u32, back: u32) -> u64 {
-    (u64::from(back) << 32) | u64::from(front)
+/// Lists per runtime worker count up to which their ends live inline (no allocation per loop).
+const INLINE_LISTS: usize = 4;
+
+/// The ends of every list, each on its own cache line.
+enum ListEnds {
+    Inline([CachePadded<Ends>; INLINE_LISTS], usize),
+    Boxed(Box<[CachePadded<Ends>]>),
 }
 
-fn unpack(v: u64) -> (u32, u32) {
-    (v as u32, (v >> 32) as u32)
+impl ListEnds {
+    fn new(lists: usize, ends: impl Fn(usize) -> Ends) -> ListEnds {
+        if lists <= INLINE_LISTS {
+            let all = std::array::from_fn(|l| {
+                CachePadded::new(if l < lists { ends(l) } else { Ends::new(0, 0) })
+            });
+            ListEnds::Inline(all, lists)
+        } else {
+            ListEnds::Boxed((0..lists).map(|l| CachePadded::new(ends(l))).collect())
+        }
+    }
+}
+
+impl std::ops::Deref for ListEnds {
+    type Target = [CachePadded<Ends>];
+    fn deref(&self) -> &[CachePadded<Ends>] {
+        match self {
+            ListEnds::Inline(all, lists) => &all[..*lists],
+            ListEnds::Boxed(all) => all,
+        }
+    }
 }
 
 impl Deal {
@@ -189,9 +214,7 @@ impl Lists {
         let (order, ends) = match plan {
             None => {
                 let first = |w: usize| (w * chunks).div_ceil(workers) as u32;
-                let ends = (0..workers)
-                    .map(|w| CachePadded::new(AtomicU64::new(pack(first(w), first(w + 1)))))
-                    .collect();
+                let ends = ListEnds::new(workers, |w| Ends::new(first(w), first(w + 1)));
                 (None, ends)
             }
             Some(plan) => {
@@ -205,9 +228,7 @@ impl Lists {
                     fill.push(at);
                     at += n;
                 }
-                let ends = (0..workers)
-                    .map(|w| CachePadded::new(AtomicU64::new(pack(fill[w], fill[w] + count[w]))))
-                    .collect();
+                let ends = ListEnds::new(workers, |w| Ends::new(fill[w], fill[w] + count[w]));
                 let mut order = vec![0u32; chunks].into_boxed_slice();
                 for (c, &w) in plan.iter().enumerate() {
                     order[fill[w as usize] as usize] = c as u32;
@@ -260,49 +281,21 @@ impl Lists {
     }
 
     fn take_front(&self, list: usize) -> Option<usize> {
-        let end = &self.ends[list];
-        let mut v = end.load(Ordering::Acquire);
-        loop {
-            let (front, back) = unpack(v);
-            if front >= back {
-                return None;
-            }
-            match end.compare_exchange_weak(
-                v,
-                pack(front + 1, back),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Some(self.chunk_at(front)),
-                Err(now) => v = now,
-            }
-        }
+        self.ends[list].take_front().map(|at| self.chunk_at(at))
     }
 
     /// Takes the last chunk of the longest list, or `None` when all are empty.
     fn steal(&self) -> Option<usize> {
         loop {
-            let mut best: Option<(usize, u64, u32)> = None;
-            for (l, end) in self.ends.iter().enumerate() {
-                let v = end.load(Ordering::Acquire);
-                let (front, back) = unpack(v);
-                let left = back.saturating_sub(front);
-                if left > 0 && best.is_none_or(|(_, _, most)| left > most) {
-                    best = Some((l, v, left));
-                }
-            }
-            let (l, v, _) = best?;
-            let (front, back) = unpack(v);
-            if self.ends[l]
-                .compare_exchange(
-                    v,
-                    pack(front, back - 1),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok()
-            {
-                return Some(self.chunk_at(back - 1));
+            let (list, seen) = self
+                .ends
+                .iter()
+                .map(|e| e.seen())
+                .enumerate()
+                .filter(|(_, seen)| seen.left() > 0)
+                .max_by_key(|(l, seen)| (seen.left(), std::cmp::Reverse(*l)))?;
+            if let Some(at) = self.ends[list].take_back(seen) {
+                return Some(self.chunk_at(at));
             }
         }
     }

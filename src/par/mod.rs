@@ -46,6 +46,7 @@
 
 mod affinity;
 mod deal;
+mod ends;
 mod engine;
 mod fold;
 mod for_each;
