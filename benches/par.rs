@@ -40,9 +40,12 @@ const SIZES: [(usize, &str); 4] = [
     (64 << 20, "64MiB"),
 ];
 
+/// A named way to make the schedule of each loop run.
+type ScheduleRow = (&'static str, Box<dyn Fn() -> Schedule + Send + Sync>);
+
 /// The footprint schedules every loop row runs with; `Affinity` gets a fresh handle per row
 /// (kept across that row's sweeps).
-fn schedules() -> Vec<(&'static str, Box<dyn Fn() -> Schedule + Send + Sync>)> {
+fn schedules() -> Vec<ScheduleRow> {
     let memory = Affinity::new();
     vec![
         ("footprint_static", Box::new(|| Schedule::Static)),
@@ -121,7 +124,7 @@ fn triangular(c: &mut Criterion) {
     let (rt, pool) = peers::runtime_and_rayon(WORKERS);
     let mut g = c.benchmark_group("triangular");
     let mut out = vec![0u64; 4096];
-    let mut rows: Vec<(&str, Box<dyn Fn() -> Schedule + Send + Sync>)> = schedules();
+    let mut rows = schedules();
     rows.push(("footprint_dynamic16", Box::new(|| Schedule::Dynamic(16))));
     for (name, schedule) in rows {
         g.bench_function(name, |b| {

@@ -162,10 +162,9 @@ pub fn step(dim: Dim, src: &[f64], first: usize, out: &mut [f64]) {
                 }
                 row[0] = src[at];
                 row[width - 1] = src[at + width - 1];
-                for j in 1..width - 1 {
+                for (j, x) in row.iter_mut().enumerate().take(width - 1).skip(1) {
                     let i = at + j;
-                    row[j] =
-                        (src[i] + src[i - 1] + src[i + 1] + src[i - width] + src[i + width]) * 0.2;
+                    *x = (src[i] + src[i - 1] + src[i + 1] + src[i - width] + src[i + width]) * 0.2;
                 }
             }
         }

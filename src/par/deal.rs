@@ -19,6 +19,8 @@ pub(crate) struct Claim {
 }
 
 /// The dealing state of one loop run.
+// One per running loop, on the caller's stack: the inline list ends save an allocation per loop.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Deal {
     Lists(Lists),
     Dynamic {
@@ -56,6 +58,7 @@ pub(crate) struct Lists {
 const INLINE_LISTS: usize = 4;
 
 /// The ends of every list, each on its own cache line.
+#[allow(clippy::large_enum_variant)] // inline is the point (see Deal)
 enum ListEnds {
     Inline([CachePadded<Ends>; INLINE_LISTS], usize),
     Boxed(Box<[CachePadded<Ends>]>),

@@ -567,7 +567,8 @@ fn current_or_global_shared() -> *const Shared {
 pub fn current_num_threads() -> usize {
     // SAFETY: the caller's runtime outlives its workers and green threads; the global one lives
     // for the whole process.
-    unsafe { (&(*current_or_global_shared()).workers).len() }
+    let shared = unsafe { &*current_or_global_shared() };
+    shared.workers.len()
 }
 
 /// A process-unique number of the runtime [`current_num_threads`] counts (never reused after a
@@ -583,7 +584,8 @@ pub fn current_num_threads() -> usize {
 /// ```
 pub fn current_runtime_id() -> u64 {
     // SAFETY: as in current_num_threads.
-    unsafe { (*current_or_global_shared()).id }
+    let shared = unsafe { &*current_or_global_shared() };
+    shared.id
 }
 
 /// A borrowed runtime (by its shared state).
