@@ -19,7 +19,7 @@
 //! Run: `cargo bench --bench par -- --warm-up-time 1 --measurement-time 2`
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use footprint::par::{self, Affinity, Schedule};
@@ -71,24 +71,16 @@ fn jacobi(c: &mut Criterion) {
             for (name, schedule) in schedules() {
                 g.bench_function(BenchmarkId::new(name, label), |b| {
                     b.iter_custom(|iters| {
-                        rt.block_on(|| {
-                            let t = Instant::now();
-                            for _ in 0..iters {
-                                grid.sweep_footprint(schedule());
-                            }
-                            t.elapsed()
+                        on_footprint(&rt, iters, || {
+                            grid.sweep_footprint(schedule());
                         })
                     })
                 });
             }
             g.bench_function(BenchmarkId::new("rayon", label), |b| {
                 b.iter_custom(|iters| {
-                    pool.install(|| {
-                        let t = Instant::now();
-                        for _ in 0..iters {
-                            grid.sweep_rayon();
-                        }
-                        t.elapsed()
+                    on_rayon(&pool, iters, || {
+                        grid.sweep_rayon();
                     })
                 })
             });
@@ -103,6 +95,24 @@ fn jacobi(c: &mut Criterion) {
         }
         g.finish();
     }
+}
+
+/// Times `iters` runs of `f` on a green thread of `rt` (entering the runtime is not timed).
+fn on_footprint(rt: &footprint::Runtime, iters: u64, mut f: impl FnMut() + Send) -> Duration {
+    rt.block_on(|| {
+        let t = Instant::now();
+        (0..iters).for_each(|_| f());
+        t.elapsed()
+    })
+}
+
+/// Times `iters` runs of `f` inside `pool` (entering the pool is not timed).
+fn on_rayon(pool: &rayon::ThreadPool, iters: u64, mut f: impl FnMut() + Send) -> Duration {
+    pool.install(|| {
+        let t = Instant::now();
+        (0..iters).for_each(|_| f());
+        t.elapsed()
+    })
 }
 
 /// `i` units of dependent arithmetic.
@@ -129,12 +139,8 @@ fn triangular(c: &mut Criterion) {
     for (name, schedule) in rows {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                rt.block_on(|| {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        triangular_footprint(&mut out, schedule());
-                    }
-                    t.elapsed()
+                on_footprint(&rt, iters, || {
+                    triangular_footprint(&mut out, schedule());
                 })
             })
         });
@@ -142,14 +148,10 @@ fn triangular(c: &mut Criterion) {
     g.bench_function("rayon", |b| {
         use rayon::prelude::*;
         b.iter_custom(|iters| {
-            pool.install(|| {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    out.par_iter_mut()
-                        .enumerate()
-                        .for_each(|(i, o)| *o = work(i));
-                }
-                t.elapsed()
+            on_rayon(&pool, iters, || {
+                out.par_iter_mut()
+                    .enumerate()
+                    .for_each(|(i, o)| *o = work(i));
             })
         })
     });
@@ -172,19 +174,10 @@ fn dot(c: &mut Criterion) {
     for (name, schedule) in rows {
         g.bench_function(name, |bench| {
             bench.iter_custom(|iters| {
-                rt.block_on(|| {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        let d = par::map_reduce(
-                            0..n,
-                            schedule(),
-                            |i| a[i] * b[i],
-                            || 0.0,
-                            |x, y| x + y,
-                        );
-                        assert_eq!(d, expect);
-                    }
-                    t.elapsed()
+                on_footprint(&rt, iters, || {
+                    let d =
+                        par::map_reduce(0..n, schedule(), |i| a[i] * b[i], || 0.0, |x, y| x + y);
+                    assert_eq!(d, expect);
                 })
             })
         });
@@ -192,13 +185,9 @@ fn dot(c: &mut Criterion) {
     g.bench_function("rayon", |bench| {
         use rayon::prelude::*;
         bench.iter_custom(|iters| {
-            pool.install(|| {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    let d: f64 = a.par_iter().zip(&b).map(|(x, y)| x * y).sum();
-                    assert_eq!(d, expect);
-                }
-                t.elapsed()
+            on_rayon(&pool, iters, || {
+                let d: f64 = a.par_iter().zip(&b).map(|(x, y)| x * y).sum();
+                assert_eq!(d, expect);
             })
         })
     });
@@ -212,14 +201,10 @@ fn empty_loop(c: &mut Criterion) {
     for (name, schedule) in schedules() {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                rt.block_on(|| {
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        par::for_each_chunk_mut(&mut buf, 1, schedule(), |_, c| {
-                            black_box(c);
-                        });
-                    }
-                    t.elapsed()
+                on_footprint(&rt, iters, || {
+                    par::for_each_chunk_mut(&mut buf, 1, schedule(), |_, c| {
+                        black_box(c);
+                    });
                 })
             })
         });
@@ -227,14 +212,10 @@ fn empty_loop(c: &mut Criterion) {
     g.bench_function("rayon", |b| {
         use rayon::prelude::*;
         b.iter_custom(|iters| {
-            pool.install(|| {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    buf.par_chunks_mut(1).for_each(|c| {
-                        black_box(c);
-                    });
-                }
-                t.elapsed()
+            on_rayon(&pool, iters, || {
+                buf.par_chunks_mut(1).for_each(|c| {
+                    black_box(c);
+                });
             })
         })
     });

@@ -1,6 +1,6 @@
 //! The two ends of one worker's list of chunks, packed in one atomic word: the worker takes
 //! from the front, thieves from the back, and one compare-and-swap decides each take, so every
-//! place between the ends is taken exactly once (checked by `tests/par_loom.rs`).
+//! place between the ends is taken exactly once (checked by the loom model `crates/runtime/tests/loom_par_ends.rs`).
 //!
 //! Only atomics here (no other module of the crate), so the loom model can include this file.
 

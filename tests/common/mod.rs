@@ -13,26 +13,8 @@ pub fn runtime(workers: usize) -> Runtime {
         .unwrap_or_else(|e| panic!("building a runtime with {workers} workers failed: {e}"))
 }
 
-/// Runs `f` on its own thread and fails the test if it has not finished within `secs` seconds
-/// (a hang becomes a failure naming `what`, not a stuck test run).
-#[allow(dead_code)] // not every test file that includes this module uses it
-pub fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
-    use std::sync::mpsc;
-    use std::time::Duration;
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => h.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p)
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what}: no progress after {secs} s (lost wake-up?)")
-        }
-    }
-}
+// The runtime crate's test helpers (one `with_watchdog` for the whole repository).
+#[path = "../../crates/runtime/tests/common/mod.rs"]
+mod runtime_common;
+#[allow(unused_imports)] // not every test file that includes this module uses it
+pub use runtime_common::with_watchdog;

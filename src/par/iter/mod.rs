@@ -186,14 +186,8 @@ impl<P: Producer> ParIter<P> {
         K: Ord,
         F: Fn(&P::Item) -> K + Sync + Send,
     {
-        self.fold_stretches(
-            |it| it.min_by_key(&key),
-            |a, b| match (a, b) {
-                (Some(a), Some(b)) => Some(if key(&b) < key(&a) { b } else { a }),
-                (a, b) => a.or(b),
-            },
-        )
-        .flatten()
+        // A later item wins only with a smaller key.
+        self.best_by_key(key, |later, earlier| later < earlier)
     }
 
     /// The item with the greatest key (the last of equal ones), `None` when there are none.
@@ -204,14 +198,24 @@ impl<P: Producer> ParIter<P> {
         K: Ord,
         F: Fn(&P::Item) -> K + Sync + Send,
     {
-        self.fold_stretches(
-            |it| it.max_by_key(&key),
-            |a, b| match (a, b) {
-                (Some(a), Some(b)) => Some(if key(&b) >= key(&a) { b } else { a }),
-                (a, b) => a.or(b),
-            },
-        )
-        .flatten()
+        // A later item wins with an equal or greater key.
+        self.best_by_key(key, |later, earlier| later >= earlier)
+    }
+
+    /// The item kept by scanning in order and replacing the kept one whenever
+    /// `later_wins(key(item), key(kept))`.
+    #[track_caller]
+    fn best_by_key<K, F>(self, key: F, later_wins: fn(&K, &K) -> bool) -> Option<P::Item>
+    where
+        P::Item: Send,
+        F: Fn(&P::Item) -> K + Sync + Send,
+    {
+        let pick = |a: Option<P::Item>, b: Option<P::Item>| match (a, b) {
+            (Some(a), Some(b)) => Some(if later_wins(&key(&b), &key(&a)) { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        self.fold_stretches(|it| it.map(Some).fold(None, &pick), pick)
+            .flatten()
     }
 
     /// The items gathered into a collection, in order (`Vec<_>`).
