@@ -24,10 +24,15 @@ pub use footprint_runtime as runtime;
 
 pub mod par;
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 pub use footprint_runtime::{
-    block_in_place, join, scope, spawn, spawn_blocking, yield_now, Builder, Error, GreenBuilder,
-    GreenLocal, JoinHandle, Runtime, Scope, ScopedJoinHandle,
+    block_in_place, current_num_threads, current_thread_index, join, scope, spawn, spawn_blocking,
+    yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal, JoinHandle, Runtime,
+    Scope, ScopedJoinHandle,
 };
+pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to

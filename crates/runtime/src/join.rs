@@ -87,13 +87,9 @@ where
     // SAFETY: `owner` is this green thread and `worker` the worker it pushed on.
     let rb = if unsafe { spawn::take_back_stack_job(owner, worker, r.data, seq, pushed_on) } {
         // SAFETY: we took the only reference back, so `f` is ours.
+        // `b` runs even when `a` panicked (as rayon does); `a`'s panic is re-raised below.
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
-        if ra.is_err() {
-            drop(f);
-            None
-        } else {
-            Some(panic::catch_unwind(AssertUnwindSafe(f)))
-        }
+        Some(panic::catch_unwind(AssertUnwindSafe(f)))
     } else {
         while !job.done.load(Ordering::Acquire) {
             parking::park_current();

@@ -154,3 +154,30 @@ impl Unpark for Task {
         self.unpark_task(hint)
     }
 }
+
+/// Moves the calling green thread to worker `w` and returns once it runs there. Outside a
+/// green thread, or for a worker the runtime does not have, it returns at once.
+pub(crate) fn move_current_to(w: usize) {
+    let shared = crate::context::current_shared();
+    if shared.is_null() {
+        return;
+    }
+    // SAFETY: a non-null runtime pointer of the calling thread's context is alive while it runs.
+    if w >= unsafe { &*shared }.workers.len() {
+        return;
+    }
+    loop {
+        let t = current_task_ptr();
+        match crate::context::current_worker_index() {
+            _ if t.is_null() => return,
+            None => return,
+            Some(i) if i == w => {
+                // SAFETY: t is the running green thread of this OS thread.
+                unsafe { (*t).moving.store(false, Ordering::Relaxed) };
+                return;
+            }
+            // SAFETY: t is the running green thread of this OS thread.
+            Some(_) => unsafe { suspend(t, Reason::MoveTo(w)) },
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! when they fit (64 bytes), else in one box; so a spawn from a pooled control block allocates
 //! nothing for small closures.
 
+use crate::accounting::ThreadAccount;
 use corosensei::{Coroutine, Yielder};
 use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
@@ -17,7 +18,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Why a green thread gave its worker back.
@@ -27,6 +28,9 @@ pub(crate) enum Reason {
     Yield,
     /// Park me (the park protocol finishes on the worker's stack).
     Park,
+    /// Resume me on this worker (`Runtime::broadcast`): the thread goes to that worker's inbox,
+    /// marked so that idle thieves leave it there.
+    MoveTo(usize),
 }
 
 /// What a coroutine returns: normal completion or a recovered stack overflow.
@@ -251,6 +255,9 @@ pub(crate) struct Task {
     pub(crate) class: ClassCell,
     /// The worker it last ran on.
     pub(crate) last_worker: AtomicUsize,
+    /// In transit to a chosen worker's inbox (`Reason::MoveTo`): thieves leave it alone. Set by
+    /// the worker that moves it, cleared by the thread itself once it runs on that worker.
+    pub(crate) moving: AtomicBool,
     /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
     /// so that the control block sits below the runtime state that pools it). Valid while the
     /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
@@ -285,6 +292,10 @@ pub(crate) struct Task {
     /// Boxed on the first stop under a policy and kept with the pooled block, so the default
     /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
     pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
+    // accounting (issue 10 A): run time, runs, migrations, steals, parked time, misses; written
+    // at the switches by the worker holding the run reference (`worker.rs`), read by
+    // `JoinHandle::stats` and `current_stats`. Last, away from the fields the switch reads.
+    pub(crate) acct: ThreadAccount,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -327,6 +338,7 @@ impl Task {
             park: AtomicU8::new(P_EMPTY),
             class: ClassCell::new(PriorityClass::Running),
             last_worker: AtomicUsize::new(0),
+            moving: AtomicBool::new(false),
             shared: UnsafeCell::new(ptr::null()),
             waiter: UnsafeCell::new(None),
             co: UnsafeCell::new(None),
@@ -342,6 +354,7 @@ impl Task {
             stack_limit: UnsafeCell::new(0),
             nested: std::cell::Cell::new(0),
             affinity: UnsafeCell::new(None),
+            acct: ThreadAccount::default(),
         }
     }
 
@@ -370,6 +383,7 @@ impl Task {
         self.class.set(PriorityClass::Running);
         self.last_worker.store(worker, Ordering::Relaxed);
         self.nested.set(0);
+        self.acct.reset();
         // SAFETY: exclusive access per the contract; the block is published to other threads
         // only afterwards, through a queue push (Release) or a thread spawn.
         unsafe {
