@@ -23,6 +23,8 @@ pub use footprint_locks::channel;
 pub use footprint_pmu as pmu;
 pub use footprint_runtime as runtime;
 
+pub mod par;
+
 #[cfg(feature = "mpi")]
 pub mod mpi;
 

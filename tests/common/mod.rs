@@ -1,4 +1,4 @@
-//! Helpers shared by the root integration tests (each test file uses a subset).
+//! Helpers shared by the root integration tests (`forkjoin.rs`, `spmd.rs`, `par_*.rs`).
 #![allow(dead_code)]
 
 use footprint::Runtime;
@@ -14,23 +14,8 @@ pub fn runtime(workers: usize) -> Runtime {
         .unwrap_or_else(|e| panic!("building a runtime with {workers} workers failed: {e}"))
 }
 
-/// Runs `f` on a helper thread and fails the test if it takes longer than `secs` (a lost
-/// wake-up would hang forever otherwise). A panic in `f` is re-raised.
-pub fn with_watchdog(secs: u64, what: &str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let h = std::thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
-        Ok(()) => h.join().unwrap(),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p)
-            }
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what}: no progress after {secs} s (lost wake-up?)")
-        }
-    }
-}
+// The runtime crate's test helpers (one `with_watchdog` for the whole repository).
+#[path = "../../crates/runtime/tests/common/mod.rs"]
+mod runtime_common;
+#[allow(unused_imports)] // not every test file that includes this module uses it
+pub use runtime_common::with_watchdog;

@@ -105,7 +105,8 @@ pub use placement::{
 };
 pub use ready::ReadyOrder;
 pub use runtime::{
-    global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+    current_runtime_id, global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE,
+    MIN_STACK_SIZE,
 };
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;

@@ -105,6 +105,15 @@ pub(crate) struct Shared {
     pub(crate) counter_error: Mutex<Option<String>>,
     // placement (issue 10 B): the fragment batcher and the placement counters.
     pub(crate) placement: crate::placement::state::PlacementState,
+    /// This runtime's process-unique number (see [`next_runtime_id`]).
+    pub(crate) id: u64,
+}
+
+/// A number no other runtime of this process has had or will have (never reused, unlike the
+/// address of a dropped runtime's state).
+pub(crate) fn next_runtime_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Shared {

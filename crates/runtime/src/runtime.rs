@@ -251,6 +251,7 @@ impl Builder {
                     .clone()
                     .map(|c| ShuffleState::new(c, &topology, &worker_cpu)),
             ),
+            id: crate::registry::next_runtime_id(),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -605,6 +606,29 @@ pub(crate) fn current_or_global<R>(f: impl FnOnce(&RuntimeRef) -> R) -> R {
         shared: if s.is_null() { global_shared() } else { s },
     };
     f(&r)
+}
+
+/// The runtime a loop or `scope` started here runs on: the caller's own, or the global one.
+fn current_or_global_shared() -> *const Shared {
+    current_or_global(|r| r.shared)
+}
+
+/// A process-unique number of the runtime [`crate::current_num_threads`] counts (never reused
+/// after a runtime is dropped), so state kept across calls can tell runtimes apart.
+///
+/// ```
+/// let a = footprint_runtime::Runtime::builder().workers(1).build()?;
+/// let b = footprint_runtime::Runtime::builder().workers(1).build()?;
+/// let ida = a.block_on(footprint_runtime::current_runtime_id);
+/// assert_eq!(ida, a.block_on(footprint_runtime::current_runtime_id));
+/// assert_ne!(ida, b.block_on(footprint_runtime::current_runtime_id));
+/// # Ok::<(), footprint_runtime::Error>(())
+/// ```
+pub fn current_runtime_id() -> u64 {
+    // SAFETY: the caller's runtime outlives its workers and green threads; the global one lives
+    // for the whole process.
+    let shared = unsafe { &*current_or_global_shared() };
+    shared.id
 }
 
 /// A borrowed runtime (by its shared state).
