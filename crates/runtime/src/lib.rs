@@ -82,6 +82,7 @@ mod registry;
 mod runtime;
 mod sleep;
 mod spawn;
+mod stack;
 mod sys;
 mod task;
 mod timer;
@@ -96,7 +97,8 @@ pub use local::GreenLocal;
 pub use parking::yield_now;
 pub use ready::ReadyOrder;
 pub use runtime::{
-    global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+    global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE,
+    MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 pub use sys::process_cpu_time;
 

@@ -25,6 +25,28 @@ pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
 /// panic machinery and a little user code.
 pub const MIN_STACK_SIZE: usize = 64 << 10;
 
+/// Largest accepted green-thread stack (usable bytes): 1 TiB. Larger sizes are refused by
+/// [`Builder::build`] and [`GreenBuilder::spawn`] with [`Error::StackTooLarge`]; a size below it
+/// that the system cannot map fails when the thread first runs, with [`Error::Stack`].
+pub const MAX_STACK_SIZE: usize = 1 << 40;
+
+/// The stack-size check shared by [`Builder::build`] and [`GreenBuilder::spawn`].
+fn check_stack_size(bytes: usize) -> Result<(), Error> {
+    if bytes < MIN_STACK_SIZE {
+        return Err(Error::StackTooSmall {
+            requested: bytes,
+            minimum: MIN_STACK_SIZE,
+        });
+    }
+    if bytes > MAX_STACK_SIZE {
+        return Err(Error::StackTooLarge {
+            requested: bytes,
+            maximum: MAX_STACK_SIZE,
+        });
+    }
+    Ok(())
+}
+
 /// Configures and builds a [`Runtime`].
 ///
 /// ```
@@ -45,6 +67,8 @@ pub struct Builder {
     pin: bool,
     ready_order: ReadyOrder,
     switch_cost_ns: u64,
+    guard_pages: bool,
+    max_stacks: Option<usize>,
 }
 
 impl Default for Builder {
@@ -57,6 +81,8 @@ impl Default for Builder {
             pin: true,
             ready_order: ReadyOrder::default(),
             switch_cost_ns: 300,
+            guard_pages: true,
+            max_stacks: None,
         }
     }
 }
@@ -82,9 +108,45 @@ impl Builder {
     }
 
     /// Usable bytes of each green thread's stack, not counting its guard page (default
-    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`]).
+    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`], maximum [`MAX_STACK_SIZE`]; others
+    /// are a typed error from [`build`](Builder::build)).
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = bytes;
+        self
+    }
+
+    /// Whether each green-thread stack has a guard page below it (default true).
+    ///
+    /// With guard pages a stack overflow hits the guard and becomes an error for the thread's
+    /// joiner (see [`JoinHandle::join`]), but every guarded stack splits the runtime's stack
+    /// slab into two memory mappings, and Linux allows a process `vm.max_map_count` of them
+    /// (65,530 by default): about 30,000 green threads can hold a stack at once. Without guard
+    /// pages stacks are carved from 64 MiB slabs that stay one mapping each, so millions of
+    /// blocked threads fit; **an overflow is then not detected**: it silently overwrites the
+    /// stack below it (another green thread's). Turn guards off only for threads whose stack
+    /// depth you know fits `stack_size`.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder()
+    ///     .workers(1)
+    ///     .stack_size(64 << 10)
+    ///     .guard_pages(false)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap()), 1);
+    /// ```
+    pub fn guard_pages(mut self, on: bool) -> Builder {
+        self.guard_pages = on;
+        self
+    }
+
+    /// At most `n` green-thread stacks live at once (default: no cap beyond memory and
+    /// mappings). At the cap, [`GreenBuilder::spawn`] returns [`Error::StackLimit`],
+    /// [`spawn`] panics with its message, and a thread spawned before the cap was reached that
+    /// cannot get a stack when it first runs fails its [`JoinHandle`] with that error (the
+    /// payload downcasts to [`Error`]). `n` = 0 is an error from [`build`](Builder::build).
+    pub fn max_stacks(mut self, n: usize) -> Builder {
+        self.max_stacks = Some(n);
         self
     }
 
@@ -120,11 +182,9 @@ impl Builder {
         if self.workers == Some(0) {
             return Err(Error::ZeroWorkers);
         }
-        if self.stack_size < MIN_STACK_SIZE {
-            return Err(Error::StackTooSmall {
-                requested: self.stack_size,
-                minimum: MIN_STACK_SIZE,
-            });
+        check_stack_size(self.stack_size)?;
+        if self.max_stacks == Some(0) {
+            return Err(Error::StackLimit { limit: 0 });
         }
         let allowed = footprint_affinity::allowed_cpus().map_err(Error::Affinity)?;
         let cpus = match &self.cpus {
@@ -180,6 +240,9 @@ impl Builder {
             stack_pool: Mutex::new(Vec::new()),
             task_pool: Mutex::new(Vec::new()),
             stack_size: self.stack_size,
+            slabs: crate::stack::Slabs::new(self.stack_size, self.guard_pages),
+            guard_pages: self.guard_pages,
+            stack_limits: crate::stack::StackLimits::new(self.max_stacks),
             ready_order,
             affinity,
             switch_cost_ns: self.switch_cost_ns,
@@ -578,6 +641,11 @@ impl RuntimeRef {
 /// Spawns a green thread on the current runtime (the global one outside any runtime) and
 /// returns its handle. Dropping the handle detaches the thread.
 ///
+/// # Panics
+/// In the caller, with the [`Error`]'s message, when the runtime cannot give the thread a stack
+/// (the `Builder::max_stacks` cap is reached, or the last stack could not be mapped); use
+/// [`GreenBuilder::spawn`] for the typed error.
+///
 /// ```
 /// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
 /// let h = rt.block_on(|| footprint_runtime::spawn(|| "hi"));
@@ -588,7 +656,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    GreenBuilder::new().spawn_inner(f)
+    GreenBuilder::new()
+        .spawn_inner(f)
+        .unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
 }
 
 /// Options for one green thread: a name (shown in panic and overflow reports) and a stack size.
@@ -636,17 +706,12 @@ impl GreenBuilder {
         T: Send + 'static,
     {
         if let Some(s) = self.stack_size {
-            if s < MIN_STACK_SIZE {
-                return Err(Error::StackTooSmall {
-                    requested: s,
-                    minimum: MIN_STACK_SIZE,
-                });
-            }
+            check_stack_size(s)?;
         }
-        Ok(self.spawn_inner(f))
+        self.spawn_inner(f)
     }
 
-    fn spawn_inner<F, T>(self, f: F) -> JoinHandle<T>
+    fn spawn_inner<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -655,12 +720,14 @@ impl GreenBuilder {
         if s.is_null() {
             s = global_shared();
         }
+        // SAFETY: as below, the runtime is alive while we run.
+        unsafe { (*s).stack_limits.admit()? };
         // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
         // closure and result.
         let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None) };
-        JoinHandle {
+        Ok(JoinHandle {
             task: Some(t),
             _marker: PhantomData,
-        }
+        })
     }
 }
