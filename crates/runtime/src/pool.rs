@@ -26,6 +26,15 @@ impl Shared {
             .unwrap_or_else(|e| e.into_inner())
             .pop()
     }
+
+    /// Returns the memory of the stacks in the shared pool to the system; how many.
+    pub(crate) fn trim_stacks(&self) -> usize {
+        let pool = self.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
+        for s in pool.iter() {
+            s.release_memory();
+        }
+        pool.len()
+    }
 }
 
 impl WorkerLocal {

@@ -516,6 +516,23 @@ impl Runtime {
         total
     }
 
+    /// Returns the memory of idle pooled stacks to the system after a burst of green threads
+    /// (`madvise(MADV_DONTNEED)`; the stacks stay mapped and pooled, and read as zero when next
+    /// used). Returns how many stacks were trimmed. The stacks a worker keeps at hand (up to 16
+    /// each) are left alone. Stack memory is otherwise kept until the runtime is dropped.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..64).map(|i| footprint_runtime::spawn(move || i)).collect();
+    ///     hs.into_iter().for_each(|h| drop(h.join()));
+    /// });
+    /// let _trimmed: usize = rt.trim_stacks();
+    /// ```
+    pub fn trim_stacks(&self) -> usize {
+        self.shared.trim_stacks()
+    }
+
     /// Counters since the runtime started.
     pub fn stats(&self) -> RuntimeStats {
         let mut s = RuntimeStats {

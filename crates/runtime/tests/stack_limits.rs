@@ -114,5 +114,18 @@ fn many_blocked_threads_on_unguarded_stacks() {
         assert_eq!(done.load(Ordering::Relaxed), n);
         // Every blocked thread had a stack of its own; the slabs made them.
         assert!(rt.stats().stacks_mapped >= n as u64);
+        // All came back to the pools; all but the workers' own 16 each sit in the shared pool.
+        let mapped = rt.stats().stacks_mapped;
+        let trimmed = rt.trim_stacks() as u64;
+        assert!(
+            trimmed <= mapped && trimmed + 2 * 16 >= mapped,
+            "trimmed {trimmed} of {mapped}"
+        );
+        // Trimmed stacks are zeroed on next use and still work.
+        let again = rt.block_on(|| {
+            let hs: Vec<_> = (0..100).map(|i| spawn(move || i * 2)).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+        });
+        assert_eq!(again, 9_900);
     });
 }
