@@ -241,9 +241,9 @@ pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -
 /// MPI handles are not `Send`, so build the communicator inside `f`
 /// (`SimpleCommunicator::world()` is free).
 ///
-/// The blocking pool's threads currently inherit the CPU pin of the worker that started them,
-/// so a call that busy-polls inside MPI (Open MPI's blocking calls do) shares that worker's CPU
-/// with it: correct, but the worker runs at about half speed meanwhile.
+/// The blocking pool's threads run on the process's CPU set (the rank's binding), not pinned to
+/// a worker's CPU, so a call that busy-polls inside MPI (Open MPI's blocking calls do) competes
+/// with the workers for the rank's cores meanwhile.
 ///
 /// ```
 /// use footprint::mpi::rsmpi::{collective::SystemOperation, topology::SimpleCommunicator};

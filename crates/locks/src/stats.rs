@@ -17,6 +17,7 @@
 //! assert!(totals.acquisitions >= 1);
 //! ```
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -148,6 +149,9 @@ impl LockTimes {
         self.contended.fetch_add(1, Ordering::Relaxed);
         WAIT_NS.fetch_add(ns, Ordering::Relaxed);
         CONTENDED.fetch_add(1, Ordering::Relaxed);
+        if let Some(sink) = WAIT_SINK.with(Cell::get) {
+            sink(ns);
+        }
     }
 
     pub(crate) fn add_hold(&self, ns: u64) {
@@ -156,6 +160,30 @@ impl LockTimes {
         HOLD_NS.fetch_add(ns, Ordering::Relaxed);
         ACQUISITIONS.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+thread_local! {
+    static WAIT_SINK: Cell<Option<fn(u64)>> = const { Cell::new(None) };
+}
+
+/// Installs `sink` on the calling OS thread: every lock wait that ends on this thread (a contended
+/// acquisition, counted as above) is also reported to it, in nanoseconds. A scheduler uses it to
+/// attribute lock-wait time to the green thread running at that moment (the runtime installs
+/// one on each worker). Returns the sink it replaces; `None` removes it. Called only on the
+/// contended path: an uncontended acquisition costs nothing more.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// static WAITED: AtomicU64 = AtomicU64::new(0);
+/// fn sink(ns: u64) {
+///     WAITED.fetch_add(ns, Ordering::Relaxed);
+/// }
+/// let previous = footprint_locks::stats::set_thread_wait_sink(Some(sink));
+/// assert!(previous.is_none());
+/// footprint_locks::stats::set_thread_wait_sink(previous);
+/// ```
+pub fn set_thread_wait_sink(sink: Option<fn(u64)>) -> Option<fn(u64)> {
+    WAIT_SINK.with(|s| s.replace(sink))
 }
 
 pub(crate) fn add_barrier_wait(ns: u64) {

@@ -66,6 +66,9 @@ fn submit(t: Arc<Task>) {
 }
 
 fn blocking_main() {
+    // A thread started from a pinned worker inherits its pin; blocking calls belong on any CPU
+    // of the process's set, not on a worker's core. Failing that, it keeps the inherited set.
+    let _ = crate::sys::unpin_to_process_set();
     let p = pool();
     let mut g = p.state.lock().unwrap_or_else(|e| e.into_inner());
     loop {

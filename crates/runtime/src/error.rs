@@ -52,6 +52,12 @@ pub enum Error {
     /// Mapping a green-thread stack failed: out of memory, or out of memory mappings
     /// (`vm.max_map_count`; with guard pages each stack costs two).
     Stack(std::io::Error),
+    /// [`Counters::Hardware`](crate::Counters::Hardware) was asked for and this machine has no
+    /// usable cache-miss counter.
+    NoHardwareCounters {
+        /// Why, from the PMU crate's capability probe.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -90,6 +96,10 @@ impl fmt::Display for Error {
             Error::Stack(e) => write!(
                 f,
                 "mapping a green-thread stack failed ({e}): out of memory or of memory mappings; lower stack_size(..) or the number of live green threads, or build the runtime with guard_pages(false) (a guarded stack costs two of the process's vm.max_map_count mappings, an unguarded one none of its own)"
+            ),
+            Error::NoHardwareCounters { reason } => write!(
+                f,
+                "Counters::Hardware needs a cache-miss counter and this machine has none ({reason}); use Counters::Auto (hardware where present, else time only) or Counters::Time"
             ),
         }
     }

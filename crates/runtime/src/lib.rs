@@ -59,13 +59,20 @@
 //! finished, then stops the workers and frees the pools.
 //!
 //! # Limits
-//! Each started, unfinished green thread holds one stack mapping (two VMAs with its guard page),
-//! so `vm.max_map_count` (65530 by default) bounds the number of *started, unfinished* green
-//! threads to roughly 30,000. Spawned-but-not-started threads hold no stack, so a million
-//! spawned threads are fine as long as they do not all block at once.
+//! Each started, unfinished green thread holds one stack, carved from 64 MiB slabs. With guard
+//! pages (the default) each stack splits its slab into two mappings, so `vm.max_map_count`
+//! (65530 by default) bounds the number of *started, unfinished* green threads to roughly
+//! 30,000; with [`Builder::guard_pages`]`(false)` a slab stays one mapping and a million blocked
+//! threads fit (no overflow detection then). Spawned-but-not-started threads hold no stack.
+//! At a limit ([`Builder::max_stacks`], memory, mappings) [`GreenBuilder::spawn`] returns the
+//! typed [`Error`], [`spawn`] panics with its message, and a thread that cannot get a stack when
+//! it first runs fails its [`JoinHandle`] with that error.
 
+mod accounting;
 mod blocking;
+mod clock;
 mod context;
+mod counters;
 mod error;
 mod handle;
 mod hook;
@@ -83,12 +90,14 @@ mod runtime;
 mod sleep;
 mod spawn;
 mod stack;
+mod stats;
 mod sys;
 mod task;
 mod timer;
 mod worker;
 
 pub use blocking::{block_in_place, spawn_blocking};
+pub use counters::{Counters, SourceFactory};
 pub use error::Error;
 pub use handle::JoinHandle;
 pub use introspect::{current_num_threads, current_thread_index, BroadcastContext};
@@ -97,9 +106,10 @@ pub use local::GreenLocal;
 pub use parking::yield_now;
 pub use ready::ReadyOrder;
 pub use runtime::{
-    global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE,
-    MAX_STACK_SIZE, MIN_STACK_SIZE,
+    global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE, MAX_STACK_SIZE,
+    MIN_STACK_SIZE,
 };
+pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 
 /// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.

@@ -121,3 +121,46 @@ fn join_runs_b_when_a_panics() {
         }
     });
 }
+
+/// CPUs in the calling thread's affinity mask (`tid` 0) or in another thread's.
+fn cpus_of(tid: libc::pid_t) -> usize {
+    // SAFETY: cpu_set_t is plain data; pointer and size describe `set`.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        libc::CPU_COUNT(&set) as usize
+    }
+}
+
+/// A `spawn_blocking` thread started from a worker pinned to one CPU gets the process's CPU set
+/// back (MPI found it sharing the worker's core).
+#[test]
+fn blocking_pool_threads_are_not_pinned_to_a_worker() {
+    with_watchdog(60, "blocking affinity", || {
+        // SAFETY: getpid has no preconditions.
+        let process = cpus_of(unsafe { libc::getpid() });
+        if process < 2 {
+            eprintln!("skipped: the process may run on one CPU only, nothing to unpin");
+            return;
+        }
+        let r = footprint_runtime::Runtime::builder()
+            .cpus(&[0])
+            .build()
+            .expect("runtime on CPU 0");
+        let (worker, blocking) = r.block_on(|| {
+            let worker = cpus_of(0);
+            let blocking = footprint_runtime::spawn_blocking(|| cpus_of(0))
+                .join()
+                .unwrap();
+            (worker, blocking)
+        });
+        assert_eq!(worker, 1, "the worker is pinned to CPU 0");
+        assert_eq!(
+            blocking, process,
+            "the blocking thread runs on the process's set"
+        );
+    });
+}
