@@ -105,10 +105,8 @@ pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
 pub use parking::yield_now;
 pub use ready::ReadyOrder;
-pub use runtime::{
-    global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE, MAX_STACK_SIZE,
-    MIN_STACK_SIZE,
-};
+pub use runtime::{global, spawn, Builder, GreenBuilder, Runtime};
+pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 

@@ -7,6 +7,7 @@ use crate::job::RawJob;
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
+use crate::stack::{check_stack_size, DEFAULT_STACK_SIZE};
 use crate::stats::RuntimeStats;
 use crate::{context, handle, registry};
 use crossbeam_deque::{Injector, Worker as Deque};
@@ -15,39 +16,6 @@ use footprint_affinity::{Ledger, Topology, WorkerAffinity};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
-
-/// Default usable stack size of a green thread: 2 MiB, plus one guard page that is not counted.
-///
-/// Stacks are `mmap`ed and touched lazily, so a green thread that uses 8 KiB costs 8 KiB of
-/// memory (plus whatever its pooled stack touched before). With this size fork-join recursion
-/// 1,500 levels deep fits in a debug build; deeper recursion wants `stack_size`.
-pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
-
-/// Smallest accepted green-thread stack (usable bytes): room for the runtime's own frames, the
-/// panic machinery and a little user code.
-pub const MIN_STACK_SIZE: usize = 64 << 10;
-
-/// Largest accepted green-thread stack (usable bytes): 1 TiB. Larger sizes are refused by
-/// [`Builder::build`] and [`GreenBuilder::spawn`] with [`Error::StackTooLarge`]; a size below it
-/// that the system cannot map fails when the thread first runs, with [`Error::Stack`].
-pub const MAX_STACK_SIZE: usize = 1 << 40;
-
-/// The stack-size check shared by [`Builder::build`] and [`GreenBuilder::spawn`].
-fn check_stack_size(bytes: usize) -> Result<(), Error> {
-    if bytes < MIN_STACK_SIZE {
-        return Err(Error::StackTooSmall {
-            requested: bytes,
-            minimum: MIN_STACK_SIZE,
-        });
-    }
-    if bytes > MAX_STACK_SIZE {
-        return Err(Error::StackTooLarge {
-            requested: bytes,
-            maximum: MAX_STACK_SIZE,
-        });
-    }
-    Ok(())
-}
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -112,8 +80,9 @@ impl Builder {
     }
 
     /// Usable bytes of each green thread's stack, not counting its guard page (default
-    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`], maximum [`MAX_STACK_SIZE`]; others
-    /// are a typed error from [`build`](Builder::build)).
+    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), maximum
+    /// [`MAX_STACK_SIZE`](crate::MAX_STACK_SIZE); others are a typed error from
+    /// [`build`](Builder::build)).
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = bytes;
         self
@@ -462,16 +431,22 @@ impl Runtime {
         // SAFETY: the task's result type is R and we own its only handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
-            Err(p) => std::panic::resume_unwind(p),
+            Err(p) => resume_with_message(p),
         }
     }
 
     /// Spawns a green thread on this runtime from any thread.
+    ///
+    /// # Panics
+    /// In the caller, with the [`Error`]'s message, at a stack limit (as [`spawn`]).
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        if let Err(e) = self.shared.stack_limits.admit() {
+            panic!("footprint::Runtime::spawn: {e}");
+        }
         // SAFETY: 'static closure and result.
         let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
         JoinHandle {
@@ -659,8 +634,17 @@ impl RuntimeRef {
         // SAFETY: result type R, sole handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
-            Err(p) => std::panic::resume_unwind(p),
+            Err(p) => resume_with_message(p),
         }
+    }
+}
+
+/// Re-raises a green thread's panic in the caller; a thread that got no stack carries the typed
+/// [`Error`], raised as a panic with its message.
+fn resume_with_message(p: Box<dyn std::any::Any + Send>) -> ! {
+    match p.downcast::<Error>() {
+        Ok(e) => panic!("footprint: {e}"),
+        Err(p) => std::panic::resume_unwind(p),
     }
 }
 

@@ -19,6 +19,39 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// Default usable stack size of a green thread: 2 MiB, plus one guard page that is not counted.
+///
+/// Stacks are `mmap`ed and touched lazily, so a green thread that uses 8 KiB costs 8 KiB of
+/// memory (plus whatever its pooled stack touched before). With this size fork-join recursion
+/// 1,500 levels deep fits in a debug build; deeper recursion wants `stack_size`.
+pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
+
+/// Smallest accepted green-thread stack (usable bytes): room for the runtime's own frames, the
+/// panic machinery and a little user code.
+pub const MIN_STACK_SIZE: usize = 64 << 10;
+
+/// Largest accepted green-thread stack (usable bytes): 1 TiB. Larger sizes are refused by
+/// [`Builder::build`](crate::Builder::build) and [`GreenBuilder::spawn`](crate::GreenBuilder::spawn) with [`Error::StackTooLarge`]; a size below it
+/// that the system cannot map fails when the thread first runs, with [`Error::Stack`].
+pub const MAX_STACK_SIZE: usize = 1 << 40;
+
+/// The stack-size check shared by [`Builder::build`](crate::Builder::build) and [`GreenBuilder::spawn`](crate::GreenBuilder::spawn).
+pub(crate) fn check_stack_size(bytes: usize) -> Result<(), Error> {
+    if bytes < MIN_STACK_SIZE {
+        return Err(Error::StackTooSmall {
+            requested: bytes,
+            minimum: MIN_STACK_SIZE,
+        });
+    }
+    if bytes > MAX_STACK_SIZE {
+        return Err(Error::StackTooLarge {
+            requested: bytes,
+            maximum: MAX_STACK_SIZE,
+        });
+    }
+    Ok(())
+}
+
 /// Bytes of address space mapped per slab (a slab holds at least one stack).
 const SLAB_BYTES: usize = 64 << 20;
 
