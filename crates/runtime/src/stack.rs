@@ -325,6 +325,49 @@ mod tests {
         assert!(a.top <= b.limit || b.top <= a.limit, "slots overlap");
     }
 
+    /// Four OS threads take and return stacks against a cap of 3: no more than 3 are ever held
+    /// at once, every refusal is the cap's error, and the count ends at zero.
+    #[test]
+    fn cap_holds_under_concurrent_takes() {
+        let limits = std::sync::Arc::new(StackLimits::new(Some(3)));
+        let held = std::sync::Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (limits, held) = (limits.clone(), held.clone());
+                std::thread::spawn(move || {
+                    let mut refused = 0usize;
+                    for _ in 0..20_000 {
+                        match limits.take() {
+                            Ok(()) => {
+                                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                                assert!(now <= 3, "{now} stacks held under a cap of 3");
+                                held.fetch_sub(1, Ordering::SeqCst);
+                                limits.give_back();
+                            }
+                            Err(Error::StackLimit { limit: 3 }) => refused += 1,
+                            Err(e) => panic!("unexpected {e:?}"),
+                        }
+                    }
+                    refused
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(limits.live.load(Ordering::SeqCst), 0);
+        assert!(limits.admit().is_ok());
+    }
+
+    #[test]
+    fn refusal_lasts_until_a_stack_comes_back() {
+        let limits = StackLimits::new(None);
+        limits.refuse(&io::Error::from_raw_os_error(libc::ENOMEM));
+        assert!(matches!(limits.admit(), Err(Error::Stack(_))));
+        limits.give_back();
+        assert!(limits.admit().is_ok());
+    }
+
     #[test]
     fn stride_rejects_overflow() {
         assert_eq!(stride(usize::MAX, true), None);
