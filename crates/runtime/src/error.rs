@@ -24,6 +24,18 @@ pub enum Error {
         /// The smallest accepted size in bytes.
         minimum: usize,
     },
+    /// The green-thread stack size (plus its guard page) cannot be mapped.
+    StackTooLarge {
+        /// Bytes asked for.
+        requested: usize,
+        /// The largest accepted size in bytes ([`crate::MAX_STACK_SIZE`]).
+        maximum: usize,
+    },
+    /// As many green-thread stacks are live as `Builder::max_stacks` allows.
+    StackLimit {
+        /// The cap set with `Builder::max_stacks`.
+        limit: usize,
+    },
     /// The process's CPU mask could not be read.
     Affinity(footprint_affinity::TopologyError),
     /// Pinning a worker to its CPU failed.
@@ -37,7 +49,8 @@ pub enum Error {
     },
     /// Starting a worker OS thread failed.
     Spawn(std::io::Error),
-    /// Mapping a green-thread stack failed.
+    /// Mapping a green-thread stack failed: out of memory, or out of memory mappings
+    /// (`vm.max_map_count`; with guard pages each stack costs two).
     Stack(std::io::Error),
     /// [`Counters::Hardware`](crate::Counters::Hardware) was asked for and this machine has no
     /// usable cache-miss counter.
@@ -84,6 +97,14 @@ impl fmt::Display for Error {
                 f,
                 "green-thread stack size {requested} bytes is below the minimum of {minimum} bytes: pass stack_size(n) with n >= {minimum}"
             ),
+            Error::StackTooLarge { requested, maximum } => write!(
+                f,
+                "green-thread stack size {requested} bytes is above the maximum of {maximum} bytes: pass stack_size(n) with n <= {maximum}"
+            ),
+            Error::StackLimit { limit } => write!(
+                f,
+                "{limit} green-thread stacks are live, the cap set with Builder::max_stacks({limit}): raise the cap, or let threads finish before spawning more"
+            ),
             Error::Affinity(e) => write!(f, "could not read the process CPU mask ({e}); pass cpus(..) explicitly or pin(false)"),
             Error::Pin { worker, cpu, source } => write!(
                 f,
@@ -104,7 +125,7 @@ impl fmt::Display for Error {
             ),
             Error::Stack(e) => write!(
                 f,
-                "mapping a green-thread stack failed ({e}); lower stack_size(..) or the number of live green threads (each stack is one mmap; see vm.max_map_count)"
+                "mapping a green-thread stack failed ({e}): out of memory or of memory mappings; lower stack_size(..) or the number of live green threads, or build the runtime with guard_pages(false) (a guarded stack costs two of the process's vm.max_map_count mappings, an unguarded one none of its own)"
             ),
             Error::NoHardwareCounters { reason } => write!(
                 f,

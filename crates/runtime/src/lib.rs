@@ -59,10 +59,14 @@
 //! finished, then stops the workers and frees the pools.
 //!
 //! # Limits
-//! Each started, unfinished green thread holds one stack mapping (two VMAs with its guard page),
-//! so `vm.max_map_count` (65530 by default) bounds the number of *started, unfinished* green
-//! threads to roughly 30,000. Spawned-but-not-started threads hold no stack, so a million
-//! spawned threads are fine as long as they do not all block at once.
+//! Each started, unfinished green thread holds one stack, carved from 64 MiB slabs. With guard
+//! pages (the default) each stack splits its slab into two mappings, so `vm.max_map_count`
+//! (65530 by default) bounds the number of *started, unfinished* green threads to roughly
+//! 30,000; with [`Builder::guard_pages`]`(false)` a slab stays one mapping and a million blocked
+//! threads fit (no overflow detection then). Spawned-but-not-started threads hold no stack.
+//! At a limit ([`Builder::max_stacks`], memory, mappings) [`GreenBuilder::spawn`] returns the
+//! typed [`Error`], [`spawn`] panics with its message, and a thread that cannot get a stack when
+//! it first runs fails its [`JoinHandle`] with that error.
 
 mod accounting;
 mod blocking;
@@ -86,6 +90,7 @@ mod registry;
 mod runtime;
 mod sleep;
 mod spawn;
+mod stack;
 mod stats;
 mod sys;
 mod task;
@@ -104,10 +109,8 @@ pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };
 pub use ready::ReadyOrder;
-pub use runtime::{
-    current_runtime_id, global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE,
-    MIN_STACK_SIZE,
-};
+pub use runtime::{current_runtime_id, global, spawn, Builder, GreenBuilder, Runtime};
+pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 

@@ -1,24 +1,39 @@
 //! Pools of control blocks and stacks (ELiTE's processor / node pools): a worker-local level
 //! touched only by the worker's OS thread, overflowing to a shared level in [`Shared`].
+//!
+//! Stacks of the runtime's size come from its slabs (`stack.rs`) and always go back to a pool:
+//! the stack pools grow to the most stacks ever live at once and keep them, so a burst of a
+//! million blocked threads is paid for once. The live-stack count is kept only under a
+//! `Builder::max_stacks` cap. When a stack cannot be made, spawning is refused (with the same
+//! error) until a stack comes back.
 
 use crate::context::ctx_ptr;
+use crate::error::Error;
 use crate::registry::{Shared, WorkerLocal};
+use crate::stack::GreenStack;
 use crate::task::Task;
-use corosensei::stack::DefaultStack;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 const LOCAL_TASKS: usize = 256;
 const SHARED_TASKS: usize = 4096;
 const LOCAL_STACKS: usize = 16;
-const SHARED_STACKS: usize = 64;
 
 impl Shared {
-    pub(crate) fn take_stack_shared(&self) -> Option<DefaultStack> {
+    pub(crate) fn take_stack_shared(&self) -> Option<GreenStack> {
         self.stack_pool
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .pop()
+    }
+
+    /// Returns the memory of the stacks in the shared pool to the system; how many.
+    pub(crate) fn trim_stacks(&self) -> usize {
+        let pool = self.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
+        for s in pool.iter() {
+            s.release_memory();
+        }
+        pool.len()
     }
 }
 
@@ -64,9 +79,12 @@ impl WorkerLocal {
         pool.truncate(LOCAL_TASKS);
     }
 
-    pub(crate) fn take_stack(&self, size: usize) -> Result<DefaultStack, std::io::Error> {
+    /// A stack of `size` usable bytes: pooled when it is the runtime's size, else fresh. The
+    /// error names the limit that was hit (the live-stack cap, or the OS's refusal).
+    pub(crate) fn take_stack(&self, size: usize) -> Result<GreenStack, Error> {
         let shared = self.shared();
-        if size == shared.stack_size {
+        shared.stack_limits.take()?;
+        let made = if size == shared.stack_size {
             // SAFETY: owner-only pool.
             let pool = unsafe { &mut *self.stacks.get() };
             if let Some(s) = pool.pop() {
@@ -75,15 +93,29 @@ impl WorkerLocal {
             if let Some(s) = shared.take_stack_shared() {
                 return Ok(s);
             }
+            shared.slabs.carve()
+        } else {
+            GreenStack::own(size, shared.guard_pages)
+        };
+        match made {
+            Ok(s) => {
+                shared.stacks_mapped.fetch_add(1, Ordering::Relaxed);
+                Ok(s)
+            }
+            Err(e) => {
+                shared.stack_limits.refuse(&e);
+                shared.stack_limits.untake();
+                Err(Error::Stack(e))
+            }
         }
-        shared.stacks_mapped.fetch_add(1, Ordering::Relaxed);
-        DefaultStack::new(size)
     }
 
-    pub(crate) fn put_stack(&self, s: DefaultStack, size: usize) {
+    /// Returns a stack taken with `take_stack(size)`.
+    pub(crate) fn put_stack(&self, s: GreenStack, size: usize) {
         let shared = self.shared();
+        shared.stack_limits.give_back();
         if size != shared.stack_size {
-            return;
+            return; // a mapping of its own: dropping it unmaps it
         }
         // SAFETY: owner-only pool.
         let pool = unsafe { &mut *self.stacks.get() };
@@ -92,9 +124,18 @@ impl WorkerLocal {
             return;
         }
         let mut g = shared.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
-        if g.len() < SHARED_STACKS {
-            g.push(s);
-        }
+        let k = LOCAL_STACKS / 2;
+        let at = pool.len() - k;
+        g.extend(pool.drain(at..));
+        drop(g);
+        pool.push(s);
+    }
+
+    /// Gives up a stack that must not be reused (its thread overflowed it and was abandoned):
+    /// a slab slot is leaked, a mapping of its own is unmapped.
+    pub(crate) fn discard_stack(&self, s: GreenStack) {
+        self.shared().stack_limits.give_back();
+        drop(s);
     }
 }
 

@@ -17,8 +17,8 @@ use crate::counters::{Resolved, WorkerSource};
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
+use crate::stack::{GreenStack, Slabs, StackLimits};
 use crate::task::Task;
-use corosensei::stack::DefaultStack;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
@@ -88,7 +88,13 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     pub(crate) ext_spawned: AtomicU64,
     pub(crate) ext_finished: AtomicU64,
-    pub(crate) stack_pool: Mutex<Vec<DefaultStack>>,
+    pub(crate) stack_pool: Mutex<Vec<GreenStack>>,
+    /// Where stacks of `stack_size` are carved from.
+    pub(crate) slabs: Slabs,
+    /// Whether each stack has a guard page (`Builder::guard_pages`).
+    pub(crate) guard_pages: bool,
+    /// The live-stack cap and the last refusal to make a stack.
+    pub(crate) stack_limits: StackLimits,
     pub(crate) task_pool: Mutex<Vec<Arc<Task>>>,
     pub(crate) stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
@@ -158,7 +164,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) shared: *const Shared,
     pub(crate) deque: Deque<RawJob>,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
-    pub(crate) stacks: UnsafeCell<Vec<DefaultStack>>,
+    pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
     pub(crate) tasks: UnsafeCell<Vec<Arc<Task>>>,
     pub(crate) ctx: ThreadCtx,
     pub(crate) tick: Cell<u32>,

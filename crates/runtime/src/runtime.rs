@@ -9,6 +9,7 @@ use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
+use crate::stack::{check_stack_size, DEFAULT_STACK_SIZE};
 use crate::stats::RuntimeStats;
 use crate::{context, handle, registry};
 use crossbeam_deque::{Injector, Worker as Deque};
@@ -17,17 +18,6 @@ use footprint_affinity::{Ledger, Topology, WorkerAffinity};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
-
-/// Default usable stack size of a green thread: 2 MiB, plus one guard page that is not counted.
-///
-/// Stacks are `mmap`ed and touched lazily, so a green thread that uses 8 KiB costs 8 KiB of
-/// memory (plus whatever its pooled stack touched before). With this size fork-join recursion
-/// 1,500 levels deep fits in a debug build; deeper recursion wants `stack_size`.
-pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
-
-/// Smallest accepted green-thread stack (usable bytes): room for the runtime's own frames, the
-/// panic machinery and a little user code.
-pub const MIN_STACK_SIZE: usize = 64 << 10;
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -49,6 +39,8 @@ pub struct Builder {
     pin: bool,
     ready_order: ReadyOrder,
     switch_cost_ns: u64,
+    guard_pages: bool,
+    max_stacks: Option<usize>,
     counters: Counters,
     // placement (issue 10 B)
     shuffling: Option<ShuffleConfig>,
@@ -65,6 +57,8 @@ impl Default for Builder {
             pin: true,
             ready_order: ReadyOrder::default(),
             switch_cost_ns: 300,
+            guard_pages: true,
+            max_stacks: None,
             counters: Counters::default(),
             shuffling: None,
             topology: None,
@@ -93,9 +87,46 @@ impl Builder {
     }
 
     /// Usable bytes of each green thread's stack, not counting its guard page (default
-    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`]).
+    /// [`DEFAULT_STACK_SIZE`], minimum [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), maximum
+    /// [`MAX_STACK_SIZE`](crate::MAX_STACK_SIZE); others are a typed error from
+    /// [`build`](Builder::build)).
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = bytes;
+        self
+    }
+
+    /// Whether each green-thread stack has a guard page below it (default true).
+    ///
+    /// With guard pages a stack overflow hits the guard and becomes an error for the thread's
+    /// joiner (see [`JoinHandle::join`]), but every guarded stack splits the runtime's stack
+    /// slab into two memory mappings, and Linux allows a process `vm.max_map_count` of them
+    /// (65,530 by default): about 30,000 green threads can hold a stack at once. Without guard
+    /// pages stacks are carved from 64 MiB slabs that stay one mapping each, so millions of
+    /// blocked threads fit; **an overflow is then not detected**: it silently overwrites the
+    /// stack below it (another green thread's). Turn guards off only for threads whose stack
+    /// depth you know fits `stack_size`.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder()
+    ///     .workers(1)
+    ///     .stack_size(64 << 10)
+    ///     .guard_pages(false)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap()), 1);
+    /// ```
+    pub fn guard_pages(mut self, on: bool) -> Builder {
+        self.guard_pages = on;
+        self
+    }
+
+    /// At most `n` green-thread stacks live at once (default: no cap beyond memory and
+    /// mappings). At the cap, [`GreenBuilder::spawn`] returns [`Error::StackLimit`],
+    /// [`spawn`] panics with its message, and a thread spawned before the cap was reached that
+    /// cannot get a stack when it first runs fails its [`JoinHandle`] with that error (the
+    /// payload downcasts to [`Error`]). `n` = 0 is an error from [`build`](Builder::build).
+    pub fn max_stacks(mut self, n: usize) -> Builder {
+        self.max_stacks = Some(n);
         self
     }
 
@@ -172,11 +203,9 @@ impl Builder {
         if self.workers == Some(0) {
             return Err(Error::ZeroWorkers);
         }
-        if self.stack_size < MIN_STACK_SIZE {
-            return Err(Error::StackTooSmall {
-                requested: self.stack_size,
-                minimum: MIN_STACK_SIZE,
-            });
+        check_stack_size(self.stack_size)?;
+        if self.max_stacks == Some(0) {
+            return Err(Error::StackLimit { limit: 0 });
         }
         let allowed = footprint_affinity::allowed_cpus().map_err(Error::Affinity)?;
         let cpus = match &self.cpus {
@@ -238,6 +267,9 @@ impl Builder {
             stack_pool: Mutex::new(Vec::new()),
             task_pool: Mutex::new(Vec::new()),
             stack_size: self.stack_size,
+            slabs: crate::stack::Slabs::new(self.stack_size, self.guard_pages),
+            guard_pages: self.guard_pages,
+            stack_limits: crate::stack::StackLimits::new(self.max_stacks),
             ready_order,
             affinity,
             switch_cost_ns: self.switch_cost_ns,
@@ -439,16 +471,22 @@ impl Runtime {
         // SAFETY: the task's result type is R and we own its only handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
-            Err(p) => std::panic::resume_unwind(p),
+            Err(p) => resume_with_message(p),
         }
     }
 
     /// Spawns a green thread on this runtime from any thread.
+    ///
+    /// # Panics
+    /// In the caller, with the [`Error`]'s message, at a stack limit (as [`spawn`]).
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        if let Err(e) = self.shared.stack_limits.admit() {
+            panic!("footprint::Runtime::spawn: {e}");
+        }
         // SAFETY: 'static closure and result.
         let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
         JoinHandle {
@@ -508,6 +546,23 @@ impl Runtime {
             }
         }
         total
+    }
+
+    /// Returns the memory of idle pooled stacks to the system after a burst of green threads
+    /// (`madvise(MADV_DONTNEED)`; the stacks stay mapped and pooled, and read as zero when next
+    /// used). Returns how many stacks were trimmed. The stacks a worker keeps at hand (up to 16
+    /// each) are left alone. Stack memory is otherwise kept until the runtime is dropped.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..64).map(|i| footprint_runtime::spawn(move || i)).collect();
+    ///     hs.into_iter().for_each(|h| drop(h.join()));
+    /// });
+    /// let _trimmed: usize = rt.trim_stacks();
+    /// ```
+    pub fn trim_stacks(&self) -> usize {
+        self.shared.trim_stacks()
     }
 
     /// Counters since the runtime started: totals, and per worker runs, parks, steals by
@@ -651,13 +706,27 @@ impl RuntimeRef {
         // SAFETY: result type R, sole handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
-            Err(p) => std::panic::resume_unwind(p),
+            Err(p) => resume_with_message(p),
         }
+    }
+}
+
+/// Re-raises a green thread's panic in the caller; a thread that got no stack carries the typed
+/// [`Error`], raised as a panic with its message.
+fn resume_with_message(p: Box<dyn std::any::Any + Send>) -> ! {
+    match p.downcast::<Error>() {
+        Ok(e) => panic!("footprint: {e}"),
+        Err(p) => std::panic::resume_unwind(p),
     }
 }
 
 /// Spawns a green thread on the current runtime (the global one outside any runtime) and
 /// returns its handle. Dropping the handle detaches the thread.
+///
+/// # Panics
+/// In the caller, with the [`Error`]'s message, when the runtime cannot give the thread a stack
+/// (the `Builder::max_stacks` cap is reached, or the last stack could not be mapped); use
+/// [`GreenBuilder::spawn`] for the typed error.
 ///
 /// ```
 /// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
@@ -669,7 +738,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    GreenBuilder::new().spawn_inner(f)
+    GreenBuilder::new()
+        .spawn_inner(f)
+        .unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
 }
 
 /// Options for one green thread: a name (shown in panic and overflow reports) and a stack size.
@@ -782,17 +853,12 @@ impl GreenBuilder {
             return Err(Error::EmptyFragment { fragment });
         }
         if let Some(s) = self.stack_size {
-            if s < MIN_STACK_SIZE {
-                return Err(Error::StackTooSmall {
-                    requested: s,
-                    minimum: MIN_STACK_SIZE,
-                });
-            }
+            check_stack_size(s)?;
         }
-        Ok(self.spawn_inner(f))
+        self.spawn_inner(f)
     }
 
-    fn spawn_inner<F, T>(self, f: F) -> JoinHandle<T>
+    fn spawn_inner<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -801,13 +867,15 @@ impl GreenBuilder {
         if s.is_null() {
             s = global_shared();
         }
+        // SAFETY: as below, the runtime is alive while we run.
+        unsafe { (*s).stack_limits.admit()? };
+        let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
         // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
         // closure and result.
-        let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
         let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None, hints) };
-        JoinHandle {
+        Ok(JoinHandle {
             task: Some(t),
             _marker: PhantomData,
-        }
+        })
     }
 }

@@ -39,7 +39,7 @@ pub(crate) enum Exit {
     Overflow,
 }
 
-pub(crate) type Co = Coroutine<(), Reason, Exit, corosensei::stack::DefaultStack>;
+pub(crate) type Co = Coroutine<(), Reason, Exit, crate::stack::GreenStack>;
 pub(crate) type GreenYielder = Yielder<(), Reason>;
 
 /// Lifecycle of a task.

@@ -291,11 +291,8 @@ impl WorkerLocal {
                         *co = Some(c);
                     }
                     Err(e) => {
-                        let msg = format!(
-                            "footprint: could not map a {size}-byte stack for green thread {}: {e}",
-                            describe(t)
-                        );
-                        crate::task::fail_unrun(t, Box::new(msg));
+                        // The joiner gets the typed error naming the limit.
+                        crate::task::fail_unrun(t, Box::new(e));
                         t.complete();
                         count_finished(t);
                         recycle(task);
@@ -337,7 +334,7 @@ impl WorkerLocal {
                         crate::task::fail_running(t, Box::new(msg));
                         self.shared().overflows.fetch_add(1, Ordering::Relaxed);
                         // The stack was abandoned mid-call; do not reuse it.
-                        drop(co.into_stack());
+                        self.discard_stack(co.into_stack());
                     } else {
                         self.put_stack(co.into_stack(), size);
                     }

@@ -15,7 +15,9 @@
 //! arrives after a phase ended counts for the next phase, as with `std::sync::Barrier`.
 //!
 //! Waiters publish `BarrierWaiter` and wait under the barrier's [`WaitPolicy`]; the informed
-//! expected wait is the mean of the last 8 phase lengths scaled by the arrivals still missing.
+//! expected wait is the mean of the last 8 phase lengths scaled by the arrivals still missing,
+//! and unbounded (park at once) while more arrivals are missing than there are CPUs: those
+//! threads cannot all be running, so spinning would only take a processor from one of them.
 
 use crate::hook::PriorityClass;
 use crate::stats;
@@ -184,10 +186,18 @@ impl BarrierCore {
         ready: &mut dyn FnMut() -> bool,
     ) {
         let missing = self.n - a.index;
+        // 002 rule c: a barrier waiter is below every other thread. When more arrivals are
+        // missing than there are CPUs, some of them are not running and need a processor, so
+        // the wait is long however short the last phases were: park at once, never spin.
+        let expected_ns = if missing - 1 > crate::os::cpus() {
+            u64::MAX
+        } else {
+            self.history.mean_ns() * missing as u64 / self.n as u64
+        };
         let w = WaitFor {
             queue: &self.queue,
             key,
-            expected_ns: self.history.mean_ns() * missing as u64 / self.n as u64,
+            expected_ns,
             holder_tid: 0,
             class: PriorityClass::BarrierWaiter,
             cell: None,
