@@ -1,19 +1,49 @@
-//! Test-and-test-and-set lock with exponential backoff.
+//! Test-and-test-and-set lock with a quick spin, informed waiting and a "wake-up in flight" mark.
 
 use super::{impl_raw_mutex, RawLock};
 use crate::hook::PriorityClass;
-use crate::stats::LockTimesSnapshot;
-use crate::sync::{AtomicBool, Ordering};
+use crate::stats::{self, LockTimesSnapshot};
+use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{
-    wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
+    quick_spin, wait_until_woken, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode,
+    WaitPolicy, SAMPLE_EVERY,
 };
 use std::marker::PhantomData;
 
-/// Test-and-test-and-set lock: waiters read the flag (locally cached) and try the atomic swap
-/// only when it looks free. Not FIFO: a releaser wakes one parked waiter, which competes again.
-/// Its waiters publish `Waiter` (no thread is "next" in a TTAS lock).
+/// The lock is held.
+const LOCKED: u32 = 1;
+/// A releaser woke a parked waiter that has not run since ("waker in flight"): later releases
+/// wake nobody until it has competed again.
+const WAKING: u32 = 2;
+/// The lock has been waited for beyond the quick spin: holders time one hold in
+/// [`SAMPLE_EVERY`] for the hold-time history (Bellosa's rule needs it only then).
+const SAMPLING: u32 = 4;
+/// The low bit of the release counter in bits 3-31 (each informed or blocking release adds one,
+/// in the same read-modify-write that clears `LOCKED`; it picks the sampled holds at no cost).
+const RELEASE_ONE: u32 = 8;
+
+/// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
+/// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
+/// `Waiter` (no thread is "next" in a TTAS lock).
+///
+/// # Protocol
+/// - **Acquire**: one compare-and-swap `0 → LOCKED` on the fast path. On failure, a quick spin
+///   (a few hundred nanoseconds of backoff, no bookkeeping); then informed waiting (publish
+///   `Waiter`, spin or park as the scheduler says, see the crate docs).
+/// - **Release** never hands the lock over: it clears `LOCKED` (one `fetch_sub`, `SeqCst`), and
+///   only if threads are parked *and no wake-up is in flight* it sets `WAKING` and wakes one. A
+///   woken thread clears `WAKING` when it resumes and then competes like any arrival. So a hot
+///   lock costs at most one wake-up (one switch) per "generation" of waiters instead of one per
+///   release, and a releaser whose own loop takes the lock again keeps running, as an OS thread
+///   does with a futex mutex. Mutual exclusion is the `LOCKED` bit alone.
+/// - **No lost wake-up**: a waiter links itself into the queue and re-checks `LOCKED` after a
+///   `SeqCst` fence; a releaser clears `LOCKED` with a `SeqCst` RMW, then reads the queue's count
+///   (the queue's protocol). `WAKING` only suppresses wake-ups while a woken thread is on its
+///   way; that thread clears it before it looks at the lock, and a waker that found nobody to
+///   pop clears it and looks again (`wake_one`). The loom models in `tests/loom.rs` check both.
+#[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
-    locked: AtomicBool,
+    state: AtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -23,7 +53,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawTtasLock {
-            locked: AtomicBool::new(false),
+            state: AtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -33,18 +63,46 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[cfg(loom)]
     pub fn new() -> Self {
         RawTtasLock {
-            locked: AtomicBool::new(false),
+            state: AtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
     }
 
+    /// Takes the lock if it looks free (test, then test-and-set); returns the word it replaced.
+    #[inline]
+    fn try_acquire(&self) -> Option<u32> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & LOCKED != 0 {
+            return None;
+        }
+        self.state
+            .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+    }
+
+    /// The guard state of an acquisition that replaced the word `was`.
+    #[inline]
+    fn held(&self, scope: ClassScope, was: u32) -> HeldToken {
+        let sample = was & SAMPLING != 0 && (was / RELEASE_ONE).is_multiple_of(SAMPLE_EVERY);
+        scope.into_held_sampled(&self.meta, sample)
+    }
+
     #[cold]
     fn lock_slow(&self, scope: ClassScope) -> HeldToken {
+        if W::MODE != WaitMode::Block {
+            let mut was = 0;
+            if let Some(pauses) = quick_spin(|| self.try_acquire().map(|w| was = w).is_some()) {
+                self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
+                return self.held(scope, was);
+            }
+        }
         scope.publish(PriorityClass::Waiter);
-        self.meta.history.start_sampling();
+        if W::MODE != WaitMode::Spin && self.state.load(Ordering::Relaxed) & SAMPLING == 0 {
+            self.state.fetch_or(SAMPLING, Ordering::Relaxed);
+        }
         let mut waited = 0;
-        loop {
+        let was = loop {
             let w = WaitFor {
                 queue: &self.meta.queue,
                 key: 0,
@@ -53,17 +111,39 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 class: PriorityClass::Waiter,
                 cell: None,
             };
-            waited += wait_until::<W>(&w, &mut || !self.locked.load(Ordering::Relaxed));
-            if self
-                .locked
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                break;
+            waited += wait_until_woken::<W>(
+                &w,
+                &mut || self.state.load(Ordering::Relaxed) & LOCKED == 0,
+                &|| {
+                    // Our wake-up has arrived: let the next release wake someone again.
+                    self.state.fetch_and(!WAKING, Ordering::SeqCst);
+                },
+            );
+            if let Some(was) = self.try_acquire() {
+                break was;
+            }
+        };
+        self.meta.times.holder_add_wait(waited);
+        self.held(scope, was)
+    }
+
+    /// After a release that found parked threads: wakes one unless a wake-up is in flight.
+    #[cold]
+    fn wake_one(&self) {
+        loop {
+            if self.state.fetch_or(WAKING, Ordering::SeqCst) & WAKING != 0 {
+                return; // in flight: that thread will compete (and release in its turn)
+            }
+            if self.meta.queue.notify_one() {
+                return; // the woken thread clears WAKING
+            }
+            // The parked thread left by itself (it saw the lock free). Take the mark back, then
+            // look again: a release that came meanwhile saw the mark and woke nobody.
+            self.state.fetch_and(!WAKING, Ordering::SeqCst);
+            if self.state.load(Ordering::SeqCst) & LOCKED != 0 || !self.meta.queue.has_waiters() {
+                return; // the holder's release (which sees no mark) or nobody needs a wake-up
             }
         }
-        self.meta.times.add_wait(waited);
-        scope.into_held(&self.meta)
     }
 }
 
@@ -73,17 +153,28 @@ impl<W: WaitPolicy> Default for RawTtasLock<W> {
     }
 }
 
-// SAFETY: the flag is taken with an Acquire CAS and released with a Release (or SeqCst) store.
+// SAFETY: the LOCKED bit is taken with an Acquire CAS that requires it clear, and released with a
+// Release (or SeqCst) RMW or store by the holder only.
 unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        if self
-            .locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            return scope.into_held(&self.meta);
+        if W::MODE == WaitMode::Spin {
+            // The baseline's word is only ever 0 or LOCKED.
+            if self
+                .state
+                .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return self.held(scope, 0);
+            }
+        } else {
+            // One read-modify-write whether or not the lock is free (a no-op on a held lock),
+            // and it returns the word, release counter included.
+            let was = self.state.fetch_or(LOCKED, Ordering::Acquire);
+            if was & LOCKED == 0 {
+                return self.held(scope, was);
+            }
         }
         self.lock_slow(scope)
     }
@@ -91,26 +182,27 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
-        self.locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| scope.into_held(&self.meta))
+        self.try_acquire().map(|was| self.held(scope, was))
     }
 
     #[inline]
     unsafe fn unlock(&self, token: HeldToken) {
         token.releasing(&self.meta);
         if W::MODE == WaitMode::Spin {
-            self.locked.store(false, Ordering::Release);
+            // Nobody parks and nobody samples: only LOCKED is ever set.
+            self.state.store(0, Ordering::Release);
         } else {
-            self.locked.swap(false, Ordering::SeqCst);
-            self.meta.queue.notify_one();
+            // Clears LOCKED (set: adding 7 clears bit 0 without a carry) and counts the release.
+            let was = self.state.fetch_add(RELEASE_ONE - LOCKED, Ordering::SeqCst);
+            if was & WAKING == 0 && self.meta.queue.has_waiters() {
+                self.wake_one();
+            }
         }
         token.released();
     }
 
     fn is_locked(&self) -> bool {
-        self.locked.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) & LOCKED != 0
     }
 
     fn times(&self) -> LockTimesSnapshot {
