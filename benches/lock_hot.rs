@@ -11,8 +11,8 @@
 //! oversubscribed case where waiters park and wake-ups are placed); each does a fixed number of
 //! operations with ≈100 ns of private work (a dependent multiply-add chain) between two
 //! critical sections, as 000's threads "perform some work in between successive locking
-//! operations". One criterion iteration is one whole run of all threads, timed from the moment
-//! all of them are lined up at a start barrier to the moment all reached an end barrier
+//! operations". One criterion iteration is one whole run of all threads, timed from the first
+//! thread's start (each reads the clock itself after a start barrier) to the last thread's end
 //! (`iter_custom`: building the data, spawning and joining are not timed). After each run the
 //! result is checked, so a wrong run fails loudly.
 //!
@@ -245,6 +245,23 @@ impl Fifo for StdFifo {
     }
 }
 
+/// From the first thread's start to the last thread's end. Each thread reads the clock itself
+/// right after the start barrier and before the end barrier: the thread that only coordinates
+/// may be descheduled between the start barrier and its own clock read (on a loaded machine,
+/// or with 8 OS threads on 2 CPUs), which would leave out the start of the run.
+fn span(spans: impl Iterator<Item = (Instant, Instant)>) -> Duration {
+    let (first, last) = spans.fold((None::<Instant>, None::<Instant>), |(a, b), (t0, t1)| {
+        (
+            Some(a.map_or(t0, |a| a.min(t0))),
+            Some(b.map_or(t1, |b| b.max(t1))),
+        )
+    });
+    match (first, last) {
+        (Some(a), Some(b)) => b.saturating_duration_since(a),
+        _ => Duration::ZERO,
+    }
+}
+
 impl Family for Green<'_> {
     type Lock<T: Send> = footprint::sync::Mutex<T>;
     type Barrier = footprint::sync::Barrier;
@@ -257,18 +274,26 @@ impl Family for Green<'_> {
                 footprint::sync::Barrier::new(n + 1),
             );
             footprint::scope(|s| {
-                for i in 0..n {
-                    let (start, end) = (&start, &end);
-                    s.spawn(move || {
-                        start.wait();
-                        body(i);
-                        end.wait();
-                    });
-                }
+                let spans: Vec<_> = (0..n)
+                    .map(|i| {
+                        let (start, end) = (&start, &end);
+                        s.spawn(move || {
+                            start.wait();
+                            let t0 = Instant::now();
+                            body(i);
+                            let t1 = Instant::now();
+                            end.wait();
+                            (t0, t1)
+                        })
+                    })
+                    .collect();
                 start.wait();
-                let t0 = Instant::now();
                 end.wait();
-                t0.elapsed()
+                span(
+                    spans
+                        .into_iter()
+                        .map(|h| h.join().expect("no bench thread panics")),
+                )
             })
         })
     }
@@ -285,18 +310,26 @@ impl Family for OsThreads {
             std::sync::Barrier::new(n + 1),
         );
         std::thread::scope(|s| {
-            for i in 0..n {
-                let (start, end) = (&start, &end);
-                s.spawn(move || {
-                    start.wait();
-                    body(i);
-                    end.wait();
-                });
-            }
+            let spans: Vec<_> = (0..n)
+                .map(|i| {
+                    let (start, end) = (&start, &end);
+                    s.spawn(move || {
+                        start.wait();
+                        let t0 = Instant::now();
+                        body(i);
+                        let t1 = Instant::now();
+                        end.wait();
+                        (t0, t1)
+                    })
+                })
+                .collect();
             start.wait();
-            let t0 = Instant::now();
             end.wait();
-            t0.elapsed()
+            span(
+                spans
+                    .into_iter()
+                    .map(|h| h.join().expect("no bench thread panics")),
+            )
         })
     }
 }
