@@ -22,9 +22,13 @@ pub use footprint_locks as locks;
 pub use footprint_pmu as pmu;
 pub use footprint_runtime as runtime;
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 pub use footprint_runtime::{
-    block_in_place, join, scope, spawn, spawn_blocking, yield_now, Builder, Error, GreenBuilder,
-    GreenLocal, JoinHandle, Runtime, Scope, ScopedJoinHandle,
+    block_in_place, current_num_threads, current_thread_index, join, scope, spawn, spawn_blocking,
+    yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal, JoinHandle, Runtime,
+    Scope, ScopedJoinHandle,
 };
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike

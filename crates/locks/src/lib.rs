@@ -55,6 +55,7 @@
 pub mod barrier;
 mod condvar;
 pub mod hook;
+mod interface;
 pub mod os;
 pub mod placement;
 pub mod raw;

@@ -11,7 +11,7 @@
 //!
 //! Parking is `std::thread::park` (a futex on Linux); under `cfg(loom)`, loom's park.
 
-use crate::hook::{ClassCell, Placement, PriorityClass, SchedulerHook, Unpark, Unparker};
+use crate::interface::{ClassCell, Placement, PriorityClass, SchedulerHook, Unpark, Unparker};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

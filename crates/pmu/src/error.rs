@@ -4,7 +4,6 @@ use std::fmt;
 use std::io;
 
 use crate::event::Event;
-use crate::sys;
 
 /// Path of the kernel knob that decides who may count what.
 pub const PARANOID_PATH: &str = "/proc/sys/kernel/perf_event_paranoid";
@@ -182,7 +181,7 @@ pub(crate) fn classify_open_error_with(
     let errno = err.raw_os_error();
     match errno {
         Some(libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::EOPNOTSUPP | libc::EINVAL) => {
-            let name = sys::errno_name(errno.unwrap_or(0));
+            let name = errno_name(errno.unwrap_or(0));
             let reason = if event.is_hardware() && pmu_devices.is_empty() {
                 format!(
                     "no hardware PMU: virtual machine? ({CPU_PMU_PATH} is missing; \
@@ -199,7 +198,7 @@ pub(crate) fn classify_open_error_with(
             PmuError::NotSupported { event, reason }
         }
         Some(libc::EACCES | libc::EPERM) => {
-            let name = sys::errno_name(errno.unwrap_or(0));
+            let name = errno_name(errno.unwrap_or(0));
             PmuError::PermissionDenied {
                 event,
                 paranoid,
@@ -228,6 +227,23 @@ pub(crate) fn permission_reason(what: &str, paranoid: Option<i32>) -> String {
             "perf_event_open said {what}; {PARANOID_PATH} could not be read (a container or \
              seccomp filter may block perf_event_open entirely)"
         ),
+    }
+}
+
+/// Symbolic name of an errno value, for messages.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::ENOENT => "ENOENT",
+        libc::ENODEV => "ENODEV",
+        libc::ENXIO => "ENXIO",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EINVAL => "EINVAL",
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::ESRCH => "ESRCH",
+        libc::EBUSY => "EBUSY",
+        libc::EMFILE => "EMFILE",
+        _ => "an error",
     }
 }
 

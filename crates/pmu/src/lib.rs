@@ -50,8 +50,8 @@ pub use profile::{
     Snapshot, TaskCounts, ThreadRegistry, ThreadSelection,
 };
 pub use sampler::{
-    BackgroundSampler, IntervalProfile, LockTimeSource, ProfileSampler, Rates, SamplerConfig,
-    SamplerOverhead, Stat, ThreadRates, WindowSummary,
+    BackgroundSampler, IntervalProfile, LockTimeSource, ProfileSampler, Rates, SamplerConfig, Stat,
+    ThreadRates, WindowSummary,
 };
 pub use scripted::{ScriptEnd, ScriptFeeder, ScriptedSource};
 pub use software::{ProcTaskSource, RusageSource};
@@ -60,3 +60,4 @@ pub use sys::{
     current_tid, getrusage, monotonic_ns, process_threads, thread_cpu_time_ns, Rusage, RusageWho,
     Tid,
 };
+pub use ticker::SamplerOverhead;

@@ -13,7 +13,7 @@ use crate::caps::Availability;
 use crate::error::PmuError;
 use crate::profile::{ProcProfileSource, ProfileSource, Snapshot, TaskCounts, ThreadSelection};
 use crate::sys::{self, Tid};
-use crate::ticker::Ticker;
+use crate::ticker::{SamplerOverhead, Ticker};
 
 /// Where the sampler reads the process-wide lock-wait time: cumulative nanoseconds that
 /// threads have spent waiting for locks (the locks crate keeps this counter; the facade wires
@@ -546,33 +546,6 @@ impl ProfileSampler {
     /// Moves the sampler onto its own thread, sampling every `config.interval`.
     pub fn start(self) -> Result<BackgroundSampler, PmuError> {
         BackgroundSampler::start(self)
-    }
-}
-
-/// CPU cost of the background sampler.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SamplerOverhead {
-    /// CPU time of the sampler thread, ns.
-    pub cpu_ns: u64,
-    /// Wall time since the sampler thread started, ns.
-    pub wall_ns: u64,
-    /// Snapshots taken (the baseline included).
-    pub snapshots: u64,
-}
-
-impl SamplerOverhead {
-    /// CPU time over wall time: the share of one core the sampler uses (budget: 0.01).
-    pub fn fraction_of_one_core(&self) -> f64 {
-        if self.wall_ns == 0 {
-            0.0
-        } else {
-            self.cpu_ns as f64 / self.wall_ns as f64
-        }
-    }
-
-    /// Mean CPU time per snapshot.
-    pub fn per_snapshot(&self) -> Duration {
-        Duration::from_nanos(self.cpu_ns / self.snapshots.max(1))
     }
 }
 

@@ -103,23 +103,6 @@ pub fn getrusage(who: RusageWho) -> Result<Rusage, PmuError> {
     })
 }
 
-/// Symbolic name of an errno value, for messages.
-pub fn errno_name(errno: i32) -> &'static str {
-    match errno {
-        libc::ENOENT => "ENOENT",
-        libc::ENODEV => "ENODEV",
-        libc::ENXIO => "ENXIO",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::EINVAL => "EINVAL",
-        libc::EACCES => "EACCES",
-        libc::EPERM => "EPERM",
-        libc::ESRCH => "ESRCH",
-        libc::EBUSY => "EBUSY",
-        libc::EMFILE => "EMFILE",
-        _ => "an error",
-    }
-}
-
 /// A `/proc` file kept open and re-read from offset 0 with `pread`, which makes the kernel
 /// regenerate its contents; this saves the `open`/`close` pair on every sample.
 #[derive(Debug)]

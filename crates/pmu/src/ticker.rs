@@ -12,8 +12,34 @@ use loom::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(loom))]
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::sampler::SamplerOverhead;
 use crate::sys::Tid;
+
+/// CPU cost of the background sampler.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SamplerOverhead {
+    /// CPU time of the sampler thread, ns.
+    pub cpu_ns: u64,
+    /// Wall time since the sampler thread started, ns.
+    pub wall_ns: u64,
+    /// Snapshots taken (the baseline included).
+    pub snapshots: u64,
+}
+
+impl SamplerOverhead {
+    /// CPU time over wall time: the share of one core the sampler uses (budget: 0.01).
+    pub fn fraction_of_one_core(&self) -> f64 {
+        if self.wall_ns == 0 {
+            0.0
+        } else {
+            self.cpu_ns as f64 / self.wall_ns as f64
+        }
+    }
+
+    /// Mean CPU time per snapshot.
+    pub fn per_snapshot(&self) -> Duration {
+        Duration::from_nanos(self.cpu_ns / self.snapshots.max(1))
+    }
+}
 
 /// What the sampler thread publishes and the owner reads.
 #[derive(Debug, Default)]

@@ -4,9 +4,11 @@
 //! processor. Work handed to this pool runs on extra OS threads (created on demand, retired
 //! after 10 s idle), so the workers keep running green threads meanwhile.
 
+use crate::handle::JoinHandle;
+use crate::registry::{Shared, ThreadCtx};
 use crate::runtime;
-use crate::sched::{self, Shared, ThreadCtx};
-use crate::task::{self, JoinHandle, Task, LIFE_RUNNING};
+use crate::task::{Task, LIFE_RUNNING};
+use crate::{context, handle, spawn};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -64,6 +66,9 @@ fn submit(t: Arc<Task>) {
 }
 
 fn blocking_main() {
+    // A thread started from a pinned worker inherits its pin; blocking calls belong on any CPU
+    // of the process's set, not on a worker's core. Failing that, it keeps the inherited set.
+    let _ = crate::sys::unpin_to_process_set();
     let p = pool();
     let mut g = p.state.lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -88,32 +93,32 @@ fn blocking_main() {
 
 fn run_blocking(t: Arc<Task>) {
     // SAFETY: the task is unfinished, so its runtime is alive.
-    let shared = unsafe { *t.shared.get() };
+    let shared = unsafe { t.runtime() };
     let ctx = ThreadCtx {
         shared,
         worker: std::ptr::null(),
         current: Cell::new(std::ptr::null()),
     };
-    sched::set_ctx(&ctx);
+    context::set_ctx(&ctx);
     // SAFETY: blocking tasks are created LIFE_RUNNING and handed only to this pool, so this
     // thread holds the run reference.
     unsafe {
         t.run_job_in_place();
         t.complete();
     }
-    sched::count_finished(&t);
-    sched::set_ctx(std::ptr::null());
+    spawn::count_finished(&t);
+    context::set_ctx(std::ptr::null());
 }
 
 /// # Safety
-/// As for `sched::spawn_raw`.
+/// As for `spawn::spawn_raw`.
 unsafe fn spawn_blocking_raw<F, T>(shared: *const Shared, f: F) -> Arc<Task>
 where
     F: FnOnce() -> T,
 {
     let t = Arc::new(Task::new());
     // SAFETY: a fresh Arc is unique.
-    unsafe { t.init(f, shared, true, 0, None, None, 0) };
+    unsafe { t.init(f, shared.cast(), true, 0, None, None, 0) };
     // Never claimable by a joiner: it must run on a blocking thread.
     t.life.store(LIFE_RUNNING, Ordering::Relaxed);
     // SAFETY: shared is alive (caller's runtime or the global one).
@@ -123,7 +128,7 @@ where
 }
 
 fn current_shared_or_global() -> *const Shared {
-    let s = sched::current_shared();
+    let s = context::current_shared();
     if s.is_null() {
         runtime::global_shared()
     } else {
@@ -164,13 +169,13 @@ where
     F: FnOnce() -> R + Send,
     R: Send,
 {
-    if sched::current_task_ptr().is_null() {
+    if context::current_task_ptr().is_null() {
         return f();
     }
     // SAFETY: we join before returning, so `f`'s borrows outlive its run.
-    let t = unsafe { spawn_blocking_raw(sched::current_shared(), f) };
+    let t = unsafe { spawn_blocking_raw(context::current_shared(), f) };
     // SAFETY: result type R, sole handle.
-    match unsafe { task::join_task::<R>(t) } {
+    match unsafe { handle::join_task::<R>(t) } {
         Ok(v) => v,
         Err(p) => std::panic::resume_unwind(p),
     }

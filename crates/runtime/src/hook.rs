@@ -1,7 +1,8 @@
 //! The runtime's implementation of `footprint_locks::SchedulerHook`, installed on every worker.
 
-use crate::sched::{self, Job};
+use crate::job::Job;
 use crate::timer;
+use crate::{context, parking};
 use footprint_locks::os::os_hook;
 use footprint_locks::{ClassCell, PriorityClass, SchedulerHook, Unparker};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ pub(crate) static GREEN_HOOK: GreenHook = GreenHook;
 
 /// Whether the calling worker's ready structure holds a green thread with a class above `than`.
 fn find_higher(than: PriorityClass) -> Option<usize> {
-    let c = sched::ctx_ptr();
+    let c = context::ctx_ptr();
     if c.is_null() {
         return None;
     }
@@ -41,7 +42,7 @@ fn higher(j: &Job, than: PriorityClass) -> bool {
 
 impl SchedulerHook for GreenHook {
     fn class_cell(&self) -> &ClassCell {
-        let t = sched::current_task_ptr();
+        let t = context::current_task_ptr();
         if t.is_null() {
             os_hook().class_cell()
         } else {
@@ -52,15 +53,15 @@ impl SchedulerHook for GreenHook {
     }
 
     fn higher_class_ready(&self, than: PriorityClass) -> bool {
-        !sched::current_task_ptr().is_null() && find_higher(than).is_some()
+        !context::current_task_ptr().is_null() && find_higher(than).is_some()
     }
 
     fn yield_to_higher(&self, than: PriorityClass) -> bool {
-        if sched::current_task_ptr().is_null() {
+        if context::current_task_ptr().is_null() {
             return false;
         }
-        if sched::promote_ready(SCAN, |j| higher(j, than)) {
-            sched::yield_now();
+        if parking::promote_ready(SCAN, |j| higher(j, than)) {
+            parking::yield_now();
             true
         } else {
             false
@@ -68,40 +69,40 @@ impl SchedulerHook for GreenHook {
     }
 
     fn yield_now(&self) {
-        sched::yield_now()
+        parking::yield_now()
     }
 
     fn current_unparker(&self) -> Unparker {
-        match sched::current_task_arc() {
+        match context::current_task_arc() {
             Some(t) => Unparker::new(t as Arc<dyn footprint_locks::Unpark>),
             None => os_hook().current_unparker(),
         }
     }
 
     fn park(&self) {
-        sched::park_current()
+        parking::park_current()
     }
 
     fn park_timeout(&self, timeout: Duration) -> bool {
-        if sched::current_task_ptr().is_null() {
+        if context::current_task_ptr().is_null() {
             return os_hook().park_timeout(timeout);
         }
         let deadline = Instant::now() + timeout;
         timer::wake_at(deadline, self.current_unparker());
-        sched::park_current();
+        parking::park_current();
         Instant::now() < deadline
     }
 
     fn worker_id(&self) -> Option<usize> {
-        if sched::current_task_ptr().is_null() {
+        if context::current_task_ptr().is_null() {
             None
         } else {
-            sched::current_worker_index()
+            context::current_worker_index()
         }
     }
 
     fn switch_cost_ns(&self) -> u64 {
-        let s = sched::current_shared();
+        let s = context::current_shared();
         if s.is_null() {
             os_hook().switch_cost_ns()
         } else {

@@ -1,8 +1,9 @@
 //! Fork-join: `join(a, b)` and `scope`.
 
+use crate::job::StackJobRef;
 use crate::runtime;
-use crate::sched::{self, StackJobRef};
 use crate::task::{self, ScopeShared, Task, Waiter};
+use crate::{context, handle, job, parking, registry, spawn};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
@@ -13,7 +14,7 @@ use std::sync::{Arc, Mutex};
 #[repr(C)]
 struct StackJob<B, RB> {
     /// Must stay first: the scheduler reads it through the type-erased pointer.
-    header: sched::StackJobHeader,
+    header: job::StackJobHeader,
     f: UnsafeCell<Option<B>>,
     result: UnsafeCell<Option<std::thread::Result<RB>>>,
     done: AtomicBool,
@@ -62,11 +63,11 @@ where
     RA: Send,
     RB: Send,
 {
-    let Some((owner, worker)) = sched::current_green_on_worker() else {
+    let Some((owner, worker)) = context::current_green_on_worker() else {
         return runtime::current_or_global(|rt| rt.block_on(move || join(a, b)));
     };
     let job = StackJob::<B, RB> {
-        header: sched::StackJobHeader {
+        header: job::StackJobHeader {
             seq: std::cell::Cell::new(0),
         },
         f: UnsafeCell::new(Some(b)),
@@ -81,21 +82,17 @@ where
     // SAFETY: `owner` is the running green thread (this one); only it touches `nested`.
     unsafe { (*owner).nested.set((*owner).nested.get() + 1) };
     // SAFETY: `worker` was read just above and we have not yielded since.
-    let (pushed_on, seq) = unsafe { sched::push_stack_job(worker, r) };
+    let (pushed_on, seq) = unsafe { spawn::push_stack_job(worker, r) };
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     // SAFETY: `owner` is this green thread and `worker` the worker it pushed on.
-    let rb = if unsafe { sched::take_back_stack_job(owner, worker, r.data, seq, pushed_on) } {
+    let rb = if unsafe { spawn::take_back_stack_job(owner, worker, r.data, seq, pushed_on) } {
         // SAFETY: we took the only reference back, so `f` is ours.
+        // `b` runs even when `a` panicked (as rayon does); `a`'s panic is re-raised below.
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
-        if ra.is_err() {
-            drop(f);
-            None
-        } else {
-            Some(panic::catch_unwind(AssertUnwindSafe(f)))
-        }
+        Some(panic::catch_unwind(AssertUnwindSafe(f)))
     } else {
         while !job.done.load(Ordering::Acquire) {
-            sched::park_current();
+            parking::park_current();
         }
         // SAFETY: `done` (Acquire) publishes the result; the executor no longer touches the job.
         unsafe { (*job.result.get()).take() }
@@ -113,7 +110,7 @@ where
 /// A scope for spawning green threads that borrow from the enclosing stack frame; see [`scope`].
 pub struct Scope<'scope, 'env: 'scope> {
     data: Arc<ScopeShared>,
-    rt: *const sched::Shared,
+    rt: *const registry::Shared,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -145,7 +142,7 @@ pub fn scope<'env, F, R>(f: F) -> R
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
 {
-    let mut rt = sched::current_shared();
+    let mut rt = context::current_shared();
     if rt.is_null() {
         rt = runtime::global_shared();
     }
@@ -161,7 +158,7 @@ where
     };
     let r = panic::catch_unwind(AssertUnwindSafe(|| f(&s)));
     while s.data.pending.load(Ordering::Acquire) != 0 {
-        sched::park_current();
+        parking::park_current();
     }
     if let Err(p) = r {
         panic::resume_unwind(p);
@@ -192,7 +189,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // SAFETY: `scope` waits for every task it counted before the borrows of 'scope end, and
         // the runtime outlives the scope (it is the caller's own or the global one).
         let task =
-            unsafe { sched::spawn_raw(&*self.rt, f, true, None, None, Some(self.data.clone())) };
+            unsafe { spawn::spawn_raw(&*self.rt, f, true, None, None, Some(self.data.clone())) };
         ScopedJoinHandle {
             task: Some(task),
             scope: &self.data,
@@ -218,7 +215,7 @@ impl<T> ScopedJoinHandle<'_, T> {
     pub fn join(mut self) -> std::thread::Result<T> {
         let t = self.task.take().expect("handle used twice");
         // SAFETY: the task's result type is T and we own its handle.
-        unsafe { task::join_task::<T>(t) }
+        unsafe { handle::join_task::<T>(t) }
     }
 
     /// Whether the green thread has finished.
@@ -232,7 +229,7 @@ impl<T> ScopedJoinHandle<'_, T> {
 impl<T> Drop for ScopedJoinHandle<'_, T> {
     fn drop(&mut self) {
         if let Some(t) = self.task.take() {
-            task::detach_task(t, Some(self.scope));
+            handle::detach_task(t, Some(self.scope));
         }
     }
 }

@@ -65,27 +65,40 @@
 //! spawned threads are fine as long as they do not all block at once.
 
 mod blocking;
+mod context;
 mod error;
+mod handle;
 mod hook;
+mod inbox;
+mod introspect;
+mod job;
 mod join;
 mod local;
 mod overflow;
+mod parking;
+mod pool;
+mod ready;
+mod registry;
 mod runtime;
-mod sched;
+mod sleep;
+mod spawn;
 mod sys;
 mod task;
 mod timer;
+mod worker;
 
 pub use blocking::{block_in_place, spawn_blocking};
 pub use error::Error;
+pub use handle::JoinHandle;
+pub use introspect::{current_num_threads, current_thread_index, BroadcastContext};
 pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
+pub use parking::yield_now;
+pub use ready::ReadyOrder;
 pub use runtime::{
     global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
 };
-pub use sched::{yield_now, ReadyOrder};
 pub use sys::process_cpu_time;
-pub use task::JoinHandle;
 
 /// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.
 pub mod park {
@@ -99,7 +112,7 @@ pub mod park {
     /// Blocks the calling thread until a permit from its unparker is available. An unpark that
     /// came first is not lost; spurious returns are possible, so re-check in a loop.
     pub fn park() {
-        crate::sched::park_current()
+        crate::parking::park_current()
     }
 
     /// Like [`park`], returning after at most `timeout`; `false` on timeout.

@@ -5,32 +5,10 @@
 //! green threads on one worker share them. [`GreenLocal`] is per green thread instead (and per
 //! OS thread when used outside the runtime).
 
-use crate::sched;
-use std::any::Any;
+use crate::context;
+use crate::task::{drop_payload, Locals, Task};
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
-
-/// The green-thread-local values of one green thread.
-#[derive(Default)]
-pub(crate) struct Locals {
-    entries: Vec<(usize, Box<dyn Any>)>,
-}
-
-impl Locals {
-    /// The value for `key`, created with `init` when missing. The returned pointer stays valid
-    /// until the `Locals` is dropped (values are boxed and never removed).
-    fn get_or_init<T: 'static>(&mut self, key: usize, init: fn() -> T) -> *const T {
-        if let Some((_, v)) = self.entries.iter().find(|(k, _)| *k == key) {
-            return v
-                .downcast_ref::<T>()
-                .expect("green-local key reused with another type");
-        }
-        let b: Box<dyn Any> = Box::new(init());
-        let p = b.downcast_ref::<T>().expect("fresh value has its type") as *const T;
-        self.entries.push((key, b));
-        p
-    }
-}
 
 std::thread_local! {
     static OS_LOCALS: RefCell<Locals> = RefCell::new(Locals::default());
@@ -70,7 +48,7 @@ impl<T: 'static> GreenLocal<T> {
     /// and yields because the value belongs to the green thread, not to the worker.
     pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
         let key = self as *const GreenLocal<T> as usize;
-        let t = sched::current_task_ptr();
+        let t = context::current_task_ptr();
         if t.is_null() {
             let p = OS_LOCALS.with(|l| l.borrow_mut().get_or_init(key, self.init));
             // SAFETY: values are boxed and live until the OS thread exits; the borrow of the
@@ -90,12 +68,12 @@ impl<T: 'static> GreenLocal<T> {
 }
 
 /// Drops the locals of a finishing green thread, on its own stack.
-pub(crate) fn clear_task_locals(t: &crate::task::Task) {
+pub(crate) fn clear_task_locals(t: &Task) {
     // SAFETY: called by the green thread itself at its end.
     let locals = unsafe { (*t.locals.get()).take() };
     if let Some(l) = locals {
         if let Err(p) = panic::catch_unwind(AssertUnwindSafe(move || drop(l))) {
-            crate::task::drop_payload(p);
+            drop_payload(p);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! are not green-thread overflows go to the previously installed handler (Rust's own stack
 //! overflow reporter for OS threads, or the default action).
 
-use crate::sched;
+use crate::context;
 use crate::task::Exit;
 use std::sync::Once;
 
@@ -137,7 +137,7 @@ unsafe extern "C" fn handler(
     info: *mut libc::siginfo_t,
     uctx: *mut libc::c_void,
 ) {
-    let t = sched::current_task_ptr();
+    let t = context::current_task_ptr();
     if !t.is_null() {
         // SAFETY: the task runs on this OS thread (we interrupted it); its trap fields were set by
         // this thread before resuming it.

@@ -1,8 +1,12 @@
 //! The runtime: its builder, worker threads, `block_on`, `spawn`, the global runtime, shutdown.
 
 use crate::error::Error;
-use crate::sched::{self, RawJob, ReadyOrder, Shared, WorkerLocal, WorkerShared};
-use crate::task::{self, JoinHandle};
+use crate::handle::JoinHandle;
+use crate::job::RawJob;
+use crate::ready::{self, ReadyOrder};
+use crate::registry::{Shared, WorkerLocal, WorkerShared};
+use crate::spawn::spawn_raw;
+use crate::{context, handle, registry};
 use crossbeam_deque::{Injector, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use footprint_affinity::{Ledger, Topology, WorkerAffinity};
@@ -147,7 +151,7 @@ impl Builder {
         let ready_order = self.ready_order.resolve();
         let affinity = ready_order.policy().map(|policy| {
             let ledger = Arc::new(Ledger::for_last_level(&topology));
-            sched::RuntimeAffinity {
+            ready::RuntimeAffinity {
                 policy,
                 workers: (0..n)
                     .map(|i| {
@@ -290,14 +294,14 @@ fn worker_main(
     let self_ptr = &local as *const WorkerLocal;
     local.ctx.worker = self_ptr;
     // `local` stays in this frame, unmoved, until the loop returns.
-    let ctx: *const sched::ThreadCtx = &local.ctx;
-    sched::set_ctx(ctx);
+    let ctx: *const registry::ThreadCtx = &local.ctx;
+    context::set_ctx(ctx);
     local.run_loop();
     // Stale entries (threads their joiners ran inline) still hold task references.
     while let Some(j) = local.deque.pop() {
         drop(j.into_job());
     }
-    sched::set_ctx(std::ptr::null());
+    context::set_ctx(std::ptr::null());
     match prev_hook {
         Some(h) => {
             footprint_locks::install_hook(h);
@@ -370,13 +374,13 @@ impl Runtime {
         F: FnOnce() -> R + Send,
         R: Send,
     {
-        if sched::same_runtime_green(Arc::as_ptr(&self.shared)) {
+        if context::same_runtime_green(Arc::as_ptr(&self.shared)) {
             return f();
         }
         // SAFETY: join_task below waits for completion before `f`'s borrows can end.
-        let t = unsafe { sched::spawn_raw(&self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
         // SAFETY: the task's result type is R and we own its only handle.
-        match unsafe { task::join_task::<R>(t) } {
+        match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
             Err(p) => std::panic::resume_unwind(p),
         }
@@ -389,7 +393,7 @@ impl Runtime {
         T: Send + 'static,
     {
         // SAFETY: 'static closure and result.
-        let t = unsafe { sched::spawn_raw(&self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,
@@ -482,7 +486,7 @@ impl Runtime {
                 " w{i}: sleep={} deque={} inbox={} spawned={} finished={} |",
                 w.sleep.load(Ordering::SeqCst),
                 w.stealer.len(),
-                w.inbox_len.load(Ordering::SeqCst),
+                w.inbox.len.load(Ordering::SeqCst),
                 w.spawned.load(Ordering::SeqCst),
                 w.finished.load(Ordering::SeqCst)
             ));
@@ -499,7 +503,7 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.notify_all();
-        if sched::current_shared() == Arc::as_ptr(&self.shared) {
+        if context::current_shared() == Arc::as_ptr(&self.shared) {
             // Called from inside: the workers stop by themselves once the runtime is idle.
             self.threads.clear();
             return;
@@ -539,7 +543,7 @@ pub(crate) fn global_shared() -> *const Shared {
 
 /// Runs `f` with the runtime of the calling worker, or the global runtime.
 pub(crate) fn current_or_global<R>(f: impl FnOnce(&RuntimeRef) -> R) -> R {
-    let s = sched::current_shared();
+    let s = context::current_shared();
     let r = RuntimeRef {
         shared: if s.is_null() { global_shared() } else { s },
     };
@@ -557,14 +561,14 @@ impl RuntimeRef {
         F: FnOnce() -> R + Send,
         R: Send,
     {
-        if sched::same_runtime_green(self.shared) {
+        if context::same_runtime_green(self.shared) {
             return f();
         }
         // SAFETY: the runtime is the caller's own (alive while it runs) or the global one; we
         // wait for completion before `f`'s borrows end.
-        let t = unsafe { sched::spawn_raw(&*self.shared, f, true, None, None, None) };
+        let t = unsafe { spawn_raw(&*self.shared, f, true, None, None, None) };
         // SAFETY: result type R, sole handle.
-        match unsafe { task::join_task::<R>(t) } {
+        match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
             Err(p) => std::panic::resume_unwind(p),
         }
@@ -647,13 +651,13 @@ impl GreenBuilder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let mut s = sched::current_shared();
+        let mut s = context::current_shared();
         if s.is_null() {
             s = global_shared();
         }
         // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
         // closure and result.
-        let t = unsafe { sched::spawn_raw(&*s, f, true, self.name, self.stack_size, None) };
+        let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,

@@ -48,6 +48,23 @@ pub(crate) fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     }
 }
 
+/// Gives the calling OS thread the CPU set of the process's main thread (the set `taskset` or
+/// `mpirun` bound the process to), undoing a pin it inherited from a pinned worker.
+pub(crate) fn unpin_to_process_set() -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data, zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: getpid() names the main thread; pointer and size describe `set`.
+    if unsafe { libc::sched_getaffinity(libc::getpid(), size, &mut set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pid 0 is the calling thread; pointer and size describe `set`.
+    if unsafe { libc::sched_setaffinity(0, size, &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The system page size.
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.

@@ -8,7 +8,6 @@
 //! when they fit (64 bytes), else in one box; so a spawn from a pooled control block allocates
 //! nothing for small closures.
 
-use crate::sched::{self, Shared};
 use corosensei::{Coroutine, Yielder};
 use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
@@ -18,7 +17,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Why a green thread gave its worker back.
@@ -28,6 +27,9 @@ pub(crate) enum Reason {
     Yield,
     /// Park me (the park protocol finishes on the worker's stack).
     Park,
+    /// Resume me on this worker (`Runtime::broadcast`): the thread goes to that worker's inbox,
+    /// marked so that idle thieves leave it there.
+    MoveTo(usize),
 }
 
 /// What a coroutine returns: normal completion or a recovered stack overflow.
@@ -70,15 +72,15 @@ enum Stored<F, T> {
 /// Type-erased operations on a slot; one static table per `(F, T)`.
 pub(crate) struct JobVtable {
     /// Runs the job and stores its result; returns whether it panicked.
-    run: unsafe fn(*mut Slot) -> bool,
+    pub(crate) run: unsafe fn(*mut Slot) -> bool,
     /// Drops a job that never ran.
-    drop_job: unsafe fn(*mut Slot),
+    pub(crate) drop_job: unsafe fn(*mut Slot),
     /// Moves the result out into `out` (a `*mut MaybeUninit<thread::Result<T>>`).
-    take_result: unsafe fn(*mut Slot, *mut ()),
+    pub(crate) take_result: unsafe fn(*mut Slot, *mut ()),
     /// Drops the result, returning the panic payload if it was an `Err`.
-    dispose: unsafe fn(*mut Slot) -> Option<Box<dyn Any + Send>>,
+    pub(crate) dispose: unsafe fn(*mut Slot) -> Option<Box<dyn Any + Send>>,
     /// Stores `Err(payload)` as the result; drops the job first when it never ran.
-    write_err: unsafe fn(*mut Slot, Box<dyn Any + Send>, bool),
+    pub(crate) write_err: unsafe fn(*mut Slot, Box<dyn Any + Send>, bool),
 }
 
 const fn fits<S>() -> bool {
@@ -203,14 +205,6 @@ pub(crate) enum Waiter {
 }
 
 impl Waiter {
-    /// The calling thread as a waiter.
-    pub(crate) fn current() -> Waiter {
-        match sched::current_task_arc() {
-            Some(t) => Waiter::Green(t),
-            None => Waiter::Os(std::thread::current()),
-        }
-    }
-
     pub(crate) fn wake(self) {
         match self {
             Waiter::Green(t) => t.unpark(Placement::Anywhere),
@@ -260,9 +254,14 @@ pub(crate) struct Task {
     pub(crate) class: ClassCell,
     /// The worker it last ran on.
     pub(crate) last_worker: AtomicUsize,
-    /// The runtime it belongs to. Valid while the task is not finished (a runtime outlives its
-    /// unfinished green threads: `Runtime::drop` waits for them).
-    pub(crate) shared: UnsafeCell<*const Shared>,
+    /// In transit to a chosen worker's inbox (`Reason::MoveTo`): thieves leave it alone. Set by
+    /// the worker that moves it, cleared by the thread itself once it runs on that worker.
+    pub(crate) moving: AtomicBool,
+    /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
+    /// so that the control block sits below the runtime state that pools it). Valid while the
+    /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
+    /// waits for them).
+    pub(crate) shared: UnsafeCell<*const ()>,
     /// Who joins it.
     pub(crate) waiter: UnsafeCell<Option<Waiter>>,
     pub(crate) co: UnsafeCell<Option<Co>>,
@@ -272,7 +271,7 @@ pub(crate) struct Task {
     pub(crate) scope: UnsafeCell<Option<Arc<ScopeShared>>>,
     pub(crate) name: UnsafeCell<Option<Arc<str>>>,
     pub(crate) stack_size: UnsafeCell<usize>,
-    pub(crate) locals: UnsafeCell<Option<Box<crate::local::Locals>>>,
+    pub(crate) locals: UnsafeCell<Option<Box<Locals>>>,
     /// Whether the job panicked (set on completion).
     pub(crate) panicked: UnsafeCell<bool>,
     /// Trap handler of the running coroutine and the lowest address of its stack mapping (the
@@ -334,6 +333,7 @@ impl Task {
             park: AtomicU8::new(P_EMPTY),
             class: ClassCell::new(PriorityClass::Running),
             last_worker: AtomicUsize::new(0),
+            moving: AtomicBool::new(false),
             shared: UnsafeCell::new(ptr::null()),
             waiter: UnsafeCell::new(None),
             co: UnsafeCell::new(None),
@@ -361,7 +361,7 @@ impl Task {
     pub(crate) unsafe fn init<F, T>(
         &self,
         f: F,
-        shared: *const Shared,
+        shared: *const (),
         with_handle: bool,
         stack_size: usize,
         name: Option<Arc<str>>,
@@ -478,60 +478,6 @@ impl Task {
         // runs (by the thread itself or the worker running it).
         unsafe { (*self.name.get()).clone() }
     }
-
-    /// Makes a permit available and schedules the thread if it is parked.
-    pub(crate) fn unpark_task(self: &Task, hint: Placement) {
-        let mut s = self.park.load(Ordering::Acquire);
-        loop {
-            match s {
-                // A permit is already there: refresh it with an RMW (Release) rather than just
-                // return. The parker that consumes the permit must also see what we published
-                // before this call (a `join` half's `done`, a handle's result). After a plain
-                // load that store may still be invisible to a parker that consumes the older
-                // permit right after our load: it re-checks its condition, finds it false and
-                // parks for good (a lost wake-up; store buffering, seen on x86 as a hung join).
-                P_NOTIFIED => match self.park.compare_exchange_weak(
-                    P_NOTIFIED,
-                    P_NOTIFIED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return,
-                    Err(x) => s = x,
-                },
-                P_EMPTY => match self.park.compare_exchange_weak(
-                    P_EMPTY,
-                    P_NOTIFIED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return,
-                    Err(x) => s = x,
-                },
-                _ => match self.park.compare_exchange_weak(
-                    P_PARKED,
-                    P_EMPTY,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        // SAFETY: a parked task's run reference was leaked with Arc::into_raw by
-                        // the worker that parked it; winning PARKED -> EMPTY makes it ours.
-                        let task = unsafe { Arc::from_raw(self as *const Task) };
-                        sched::schedule_woken(task, hint);
-                        return;
-                    }
-                    Err(x) => s = x,
-                },
-            }
-        }
-    }
-}
-
-impl Unpark for Task {
-    fn unpark(&self, hint: Placement) {
-        self.unpark_task(hint)
-    }
 }
 
 impl Drop for Task {
@@ -578,150 +524,24 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
     }
 }
 
-#[inline(always)]
-const fn task_life_running() -> u8 {
-    LIFE_RUNNING
+/// The green-thread-local values of one green thread.
+#[derive(Default)]
+pub(crate) struct Locals {
+    entries: Vec<(usize, Box<dyn Any>)>,
 }
 
-/// Waits for a task to finish and moves its result out.
-///
-/// # Safety
-/// `task` must carry a job of result type `T` and the caller must own its join handle.
-pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
-    let t = &*task;
-    if t.handle.load(Ordering::Acquire) & H_DONE == 0 {
-        // Fast path: a green thread that has not started yet runs inline on the joiner's stack
-        // (same runtime only), with no stack, no switch and no queue round trip. When its queue
-        // entry is still on top of our own deque (spawn, then join), popping it makes it ours
-        // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
-        // SAFETY: `shared` is written by `init` before the task is published and not changed
-        // until the block is recycled, which needs our handle (we still hold it).
-        let same = sched::same_runtime_green(unsafe { *t.shared.get() });
-        let popped = same && sched::take_own_top(t);
-        if popped || (same && t.claim()) {
-            if popped {
-                t.life.store(task_life_running(), Ordering::Relaxed);
-            }
-            // SAFETY: we own the run reference now. The joiner is the running green thread;
-            // its green-locals are set aside so the inline thread starts with its own (empty)
-            // set, as it would on a stack of its own.
-            unsafe {
-                let me = sched::current_task_ptr();
-                let saved = (*(*me).locals.get()).take();
-                (*me).nested.set((*me).nested.get() + 1);
-                t.run_job_in_place();
-                let me = sched::current_task_ptr();
-                (*me).nested.set((*me).nested.get() - 1);
-                crate::local::clear_task_locals(&*me);
-                *(*me).locals.get() = saved;
-                // We hold the handle and nobody waits: no `handle` bits to publish.
-                let scope = (*t.scope.get()).take();
-                t.life.store(LIFE_DONE, Ordering::Release);
-                if let Some(s) = scope {
-                    s.task_done();
-                }
-            }
-            sched::count_finished(t);
-        } else {
-            // SAFETY: the waiter cell is ours until we publish H_WAITER.
-            unsafe { *t.waiter.get() = Some(Waiter::current()) };
-            let prev = t.handle.fetch_or(H_WAITER, Ordering::AcqRel);
-            if prev & H_DONE != 0 {
-                // Completed meanwhile: the completer saw no waiter, so the cell is still ours.
-                // SAFETY: as above.
-                unsafe { (*t.waiter.get()).take() };
-            } else {
-                while t.handle.load(Ordering::Acquire) & H_DONE == 0 {
-                    sched::park_current();
-                }
-            }
+impl Locals {
+    /// The value for `key`, created with `init` when missing. The returned pointer stays valid
+    /// until the `Locals` is dropped (values are boxed and never removed).
+    pub(crate) fn get_or_init<T: 'static>(&mut self, key: usize, init: fn() -> T) -> *const T {
+        if let Some((_, v)) = self.entries.iter().find(|(k, _)| *k == key) {
+            return v
+                .downcast_ref::<T>()
+                .expect("green-local key reused with another type");
         }
-    }
-    let mut out = MaybeUninit::<std::thread::Result<T>>::uninit();
-    // SAFETY: H_DONE is set (Acquire) so the result is written; we own the handle, so we are the
-    // only one taking it. The vtable's T is ours by contract.
-    unsafe {
-        let vt = *t.vtable.get();
-        (vt.take_result)(t.slot.get(), out.as_mut_ptr().cast());
-    }
-    t.handle.store(0, Ordering::Release);
-    sched::recycle(task);
-    // SAFETY: take_result initialised it.
-    unsafe { out.assume_init() }
-}
-
-/// Detaches a task: its result will be dropped by whoever finishes last.
-/// A panic payload found this way goes to `scope` when the task belongs to one.
-pub(crate) fn detach_task(task: Arc<Task>, scope: Option<&ScopeShared>) {
-    let prev = task.handle.fetch_and(!H_HANDLE, Ordering::AcqRel);
-    if prev & H_DONE != 0 {
-        // SAFETY: completion saw our handle and left the result to us.
-        unsafe {
-            let vt = *task.vtable.get();
-            if let Some(p) = (vt.dispose)(task.slot.get()) {
-                match scope {
-                    Some(s) => s.record_panic(p),
-                    None => drop_payload(p),
-                }
-            }
-        }
-        sched::recycle(task);
-    }
-}
-
-/// Owned permission to join a green thread. Dropping it detaches the thread.
-///
-/// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
-/// let v = rt.block_on(|| footprint_runtime::spawn(|| 6 * 7).join().unwrap());
-/// assert_eq!(v, 42);
-/// ```
-pub struct JoinHandle<T> {
-    pub(crate) task: Option<Arc<Task>>,
-    pub(crate) _marker: PhantomData<fn() -> T>,
-}
-
-// SAFETY: the handle only moves the result (T: Send) to the joining thread.
-unsafe impl<T: Send> Send for JoinHandle<T> {}
-// SAFETY: &JoinHandle exposes only `is_finished` and `name`.
-unsafe impl<T> Sync for JoinHandle<T> {}
-
-impl<T> JoinHandle<T> {
-    /// Waits for the green thread to finish and returns its value, or `Err(payload)` if it
-    /// panicked (or overflowed its stack, with a `String` payload saying so). A thread that has
-    /// not started yet when it is joined from a green thread of the same runtime runs inline on
-    /// the joiner's stack.
-    pub fn join(mut self) -> std::thread::Result<T> {
-        let task = self.task.take().expect("join handle used twice");
-        // SAFETY: a JoinHandle<T> is only created for a job with result type T, and we own it.
-        unsafe { join_task::<T>(task) }
-    }
-
-    /// Whether the green thread has finished (its result is ready).
-    pub fn is_finished(&self) -> bool {
-        self.task
-            .as_ref()
-            .is_some_and(|t| t.handle.load(Ordering::Acquire) & H_DONE != 0)
-    }
-
-    /// The name given to the green thread, if any.
-    pub fn name(&self) -> Option<Arc<str>> {
-        self.task.as_ref().and_then(|t| t.name())
-    }
-}
-
-impl<T> Drop for JoinHandle<T> {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            detach_task(task, None);
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for JoinHandle<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JoinHandle")
-            .field("finished", &self.is_finished())
-            .finish_non_exhaustive()
+        let b: Box<dyn Any> = Box::new(init());
+        let p = b.downcast_ref::<T>().expect("fresh value has its type") as *const T;
+        self.entries.push((key, b));
+        p
     }
 }

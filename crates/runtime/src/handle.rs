@@ -1,0 +1,163 @@
+//! Join handles: joining a green thread (inline when it has not started, else by parking until
+//! it completes) and detaching it.
+
+use crate::context::{current_task_ptr, same_runtime_green};
+use crate::local::clear_task_locals;
+use crate::parking::park_current;
+use crate::pool::recycle;
+use crate::spawn::{count_finished, take_own_top};
+use crate::task::{
+    drop_payload, ScopeShared, Task, Waiter, H_DONE, H_HANDLE, H_WAITER, LIFE_DONE, LIFE_RUNNING,
+};
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[inline(always)]
+const fn task_life_running() -> u8 {
+    LIFE_RUNNING
+}
+
+/// Waits for a task to finish and moves its result out.
+///
+/// # Safety
+/// `task` must carry a job of result type `T` and the caller must own its join handle.
+pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
+    let t = &*task;
+    if t.handle.load(Ordering::Acquire) & H_DONE == 0 {
+        // Fast path: a green thread that has not started yet runs inline on the joiner's stack
+        // (same runtime only), with no stack, no switch and no queue round trip. When its queue
+        // entry is still on top of our own deque (spawn, then join), popping it makes it ours
+        // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
+        // SAFETY: `shared` is written by `init` before the task is published and not changed
+        // until the block is recycled, which needs our handle (we still hold it).
+        let same = same_runtime_green(unsafe { t.runtime() });
+        let popped = same && take_own_top(t);
+        if popped || (same && t.claim()) {
+            if popped {
+                t.life.store(task_life_running(), Ordering::Relaxed);
+            }
+            // SAFETY: we own the run reference now. The joiner is the running green thread;
+            // its green-locals are set aside so the inline thread starts with its own (empty)
+            // set, as it would on a stack of its own.
+            unsafe {
+                let me = current_task_ptr();
+                let saved = (*(*me).locals.get()).take();
+                (*me).nested.set((*me).nested.get() + 1);
+                t.run_job_in_place();
+                let me = current_task_ptr();
+                (*me).nested.set((*me).nested.get() - 1);
+                clear_task_locals(&*me);
+                *(*me).locals.get() = saved;
+                // We hold the handle and nobody waits: no `handle` bits to publish.
+                let scope = (*t.scope.get()).take();
+                t.life.store(LIFE_DONE, Ordering::Release);
+                if let Some(s) = scope {
+                    s.task_done();
+                }
+            }
+            count_finished(t);
+        } else {
+            // SAFETY: the waiter cell is ours until we publish H_WAITER.
+            unsafe { *t.waiter.get() = Some(Waiter::current()) };
+            let prev = t.handle.fetch_or(H_WAITER, Ordering::AcqRel);
+            if prev & H_DONE != 0 {
+                // Completed meanwhile: the completer saw no waiter, so the cell is still ours.
+                // SAFETY: as above.
+                unsafe { (*t.waiter.get()).take() };
+            } else {
+                while t.handle.load(Ordering::Acquire) & H_DONE == 0 {
+                    park_current();
+                }
+            }
+        }
+    }
+    let mut out = MaybeUninit::<std::thread::Result<T>>::uninit();
+    // SAFETY: H_DONE is set (Acquire) so the result is written; we own the handle, so we are the
+    // only one taking it. The vtable's T is ours by contract.
+    unsafe {
+        let vt = *t.vtable.get();
+        (vt.take_result)(t.slot.get(), out.as_mut_ptr().cast());
+    }
+    t.handle.store(0, Ordering::Release);
+    recycle(task);
+    // SAFETY: take_result initialised it.
+    unsafe { out.assume_init() }
+}
+
+/// Detaches a task: its result will be dropped by whoever finishes last.
+/// A panic payload found this way goes to `scope` when the task belongs to one.
+pub(crate) fn detach_task(task: Arc<Task>, scope: Option<&ScopeShared>) {
+    let prev = task.handle.fetch_and(!H_HANDLE, Ordering::AcqRel);
+    if prev & H_DONE != 0 {
+        // SAFETY: completion saw our handle and left the result to us.
+        unsafe {
+            let vt = *task.vtable.get();
+            if let Some(p) = (vt.dispose)(task.slot.get()) {
+                match scope {
+                    Some(s) => s.record_panic(p),
+                    None => drop_payload(p),
+                }
+            }
+        }
+        recycle(task);
+    }
+}
+
+/// Owned permission to join a green thread. Dropping it detaches the thread.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let v = rt.block_on(|| footprint_runtime::spawn(|| 6 * 7).join().unwrap());
+/// assert_eq!(v, 42);
+/// ```
+pub struct JoinHandle<T> {
+    pub(crate) task: Option<Arc<Task>>,
+    pub(crate) _marker: PhantomData<fn() -> T>,
+}
+
+// SAFETY: the handle only moves the result (T: Send) to the joining thread.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: &JoinHandle exposes only `is_finished` and `name`.
+unsafe impl<T> Sync for JoinHandle<T> {}
+
+impl<T> JoinHandle<T> {
+    /// Waits for the green thread to finish and returns its value, or `Err(payload)` if it
+    /// panicked (or overflowed its stack, with a `String` payload saying so). A thread that has
+    /// not started yet when it is joined from a green thread of the same runtime runs inline on
+    /// the joiner's stack.
+    pub fn join(mut self) -> std::thread::Result<T> {
+        let task = self.task.take().expect("join handle used twice");
+        // SAFETY: a JoinHandle<T> is only created for a job with result type T, and we own it.
+        unsafe { join_task::<T>(task) }
+    }
+
+    /// Whether the green thread has finished (its result is ready).
+    pub fn is_finished(&self) -> bool {
+        self.task
+            .as_ref()
+            .is_some_and(|t| t.handle.load(Ordering::Acquire) & H_DONE != 0)
+    }
+
+    /// The name given to the green thread, if any.
+    pub fn name(&self) -> Option<Arc<str>> {
+        self.task.as_ref().and_then(|t| t.name())
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            detach_task(task, None);
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish_non_exhaustive()
+    }
+}

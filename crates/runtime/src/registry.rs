@@ -1,0 +1,186 @@
+//! The runtime's state: what every worker may touch ([`Shared`], one [`WorkerShared`] per
+//! worker), what only a worker's own OS thread touches ([`WorkerLocal`]), and the per-thread
+//! record of where a thread runs ([`ThreadCtx`]).
+//!
+//! Per worker (ELiTE §3.2.2): a start deque for new work (Chase-Lev: owner LIFO, thieves FIFO),
+//! a ready structure for resumed green threads (owner-only, ordered by the
+//! [`ReadyOrder`](crate::ReadyOrder)), an inbox (mutex) through which other threads hand it woken
+//! threads and through which it offers surplus ready threads to idle workers, and pools of
+//! control blocks and stacks that overflow to a shared level (ELiTE's processor / node pools).
+//!
+//! This module holds the data and its plain accessors; the behaviour lives beside it:
+//! `sleep.rs` (the idle protocol), `pool.rs` (the pools), `context.rs` (the thread-local
+//! context), `spawn.rs`, `park.rs` and `worker.rs` (the worker loop).
+
+use crate::inbox::Inbox;
+use crate::job::RawJob;
+use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
+use crate::task::Task;
+use corosensei::stack::DefaultStack;
+use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
+use crossbeam_utils::CachePadded;
+use std::cell::{Cell, UnsafeCell};
+use std::ptr;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+impl Task {
+    /// The runtime this green thread belongs to (null before its first `init`).
+    ///
+    /// # Safety
+    /// The caller must not race with `init` (it holds the run reference, a handle, or the task
+    /// is parked or queued, all of which follow `init`).
+    #[inline]
+    pub(crate) unsafe fn runtime(&self) -> *const Shared {
+        // SAFETY: per the contract, no write to `shared` runs concurrently.
+        unsafe { (*self.shared.get()).cast() }
+    }
+}
+
+/// States of a worker's `sleep` word (the idle protocol, `sleep.rs`).
+pub(crate) const AWAKE: u32 = 0;
+pub(crate) const SLEEPING: u32 = 1;
+pub(crate) const NOTIFIED: u32 = 2;
+
+/// The part of a worker others may touch.
+pub(crate) struct WorkerShared {
+    pub(crate) stealer: Stealer<RawJob>,
+    pub(crate) inbox: Inbox,
+    pub(crate) sleep: CachePadded<AtomicU32>,
+    pub(crate) cpu: Option<usize>,
+    /// Victim worker indices, nearest tier first.
+    pub(crate) steal_tiers: Vec<Vec<usize>>,
+    /// Green threads created / finished by this worker (written by the owner only).
+    pub(crate) spawned: CachePadded<AtomicU64>,
+    pub(crate) finished: AtomicU64,
+    pub(crate) steals: AtomicU64,
+}
+
+impl WorkerShared {
+    pub(crate) fn new(
+        stealer: Stealer<RawJob>,
+        cpu: Option<usize>,
+        steal_tiers: Vec<Vec<usize>>,
+    ) -> Self {
+        WorkerShared {
+            stealer,
+            inbox: Inbox::new(),
+            sleep: CachePadded::new(AtomicU32::new(AWAKE)),
+            cpu,
+            steal_tiers,
+            spawned: CachePadded::new(AtomicU64::new(0)),
+            finished: AtomicU64::new(0),
+            steals: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Runtime-wide state.
+pub(crate) struct Shared {
+    pub(crate) workers: Box<[WorkerShared]>,
+    pub(crate) injector: Injector<RawJob>,
+    pub(crate) sleepers: CachePadded<AtomicUsize>,
+    pub(crate) idle: CachePadded<AtomicUsize>,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) ext_spawned: AtomicU64,
+    pub(crate) ext_finished: AtomicU64,
+    pub(crate) stack_pool: Mutex<Vec<DefaultStack>>,
+    pub(crate) task_pool: Mutex<Vec<Arc<Task>>>,
+    pub(crate) stack_size: usize,
+    /// The order in force (never `Auto`: resolved at build).
+    pub(crate) ready_order: ReadyOrder,
+    /// Present exactly when `ready_order` is a policy.
+    pub(crate) affinity: Option<RuntimeAffinity>,
+    pub(crate) switch_cost_ns: u64,
+    /// Stack overflows caught and turned into errors.
+    pub(crate) overflows: AtomicU64,
+    /// Stacks mapped (fresh) so far.
+    pub(crate) stacks_mapped: AtomicU64,
+}
+
+impl Shared {
+    /// Green threads created and not finished. Exact once no new ones can be created.
+    pub(crate) fn live(&self) -> u64 {
+        let mut fin = self.ext_finished.load(Ordering::SeqCst);
+        for w in self.workers.iter() {
+            fin += w.finished.load(Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        let mut sp = self.ext_spawned.load(Ordering::SeqCst);
+        for w in self.workers.iter() {
+            sp += w.spawned.load(Ordering::SeqCst);
+        }
+        sp.saturating_sub(fin)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        loop {
+            match self.injector.steal() {
+                Steal::Success(j) => drop(j.into_job()),
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
+        }
+    }
+}
+
+/// What a thread knows about where it runs: set on workers (and blocking-pool threads).
+pub(crate) struct ThreadCtx {
+    pub(crate) shared: *const Shared,
+    pub(crate) worker: *const WorkerLocal,
+    /// The green thread running now on this worker (null in the scheduler loop).
+    pub(crate) current: Cell<*const Task>,
+}
+
+/// The owner-only part of a worker; lives on the worker OS thread's stack.
+pub(crate) struct WorkerLocal {
+    pub(crate) index: usize,
+    pub(crate) shared: *const Shared,
+    pub(crate) deque: Deque<RawJob>,
+    pub(crate) ready: UnsafeCell<ReadyQueue>,
+    pub(crate) stacks: UnsafeCell<Vec<DefaultStack>>,
+    pub(crate) tasks: UnsafeCell<Vec<Arc<Task>>>,
+    pub(crate) ctx: ThreadCtx,
+    pub(crate) tick: Cell<u32>,
+    pub(crate) rng: Cell<u64>,
+    pub(crate) push_seq: Cell<u64>,
+    /// The last switch was a yield: let queued new work go before the ready threads.
+    pub(crate) yielded: Cell<bool>,
+}
+
+impl WorkerLocal {
+    pub(crate) fn new(index: usize, shared: &Arc<Shared>, deque: Deque<RawJob>) -> WorkerLocal {
+        WorkerLocal {
+            index,
+            shared: Arc::as_ptr(shared),
+            deque,
+            ready: UnsafeCell::new(ReadyQueue::new(
+                shared.ready_order,
+                shared
+                    .affinity
+                    .as_ref()
+                    .map(|a| (a.policy, a.workers[index].clone())),
+                &shared.workers[index].inbox,
+            )),
+            stacks: UnsafeCell::new(Vec::new()),
+            tasks: UnsafeCell::new(Vec::new()),
+            ctx: ThreadCtx {
+                shared: Arc::as_ptr(shared),
+                worker: ptr::null(),
+                current: Cell::new(ptr::null()),
+            },
+            tick: Cell::new(0),
+            push_seq: Cell::new(0),
+            yielded: Cell::new(false),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn shared(&self) -> &Shared {
+        // SAFETY: the worker holds an Arc<Shared> for as long as its loop runs.
+        unsafe { &*self.shared }
+    }
+}

@@ -1,0 +1,96 @@
+//! The idle protocol: how a worker without work goes to sleep and how publishers of work wake it,
+//! with no lost wake-ups.
+//!
+//! A worker that finds no work spins a little while stealing, then announces itself:
+//! `sleep = SLEEPING`, `sleepers += 1`, a SeqCst fence, and one more full search. If that finds
+//! nothing it waits on the futex `sleep` while it reads `SLEEPING`. A publisher of stealable work
+//! pushes it, issues a SeqCst fence and reads `sleepers`; if non-zero it moves one `SLEEPING`
+//! worker to `NOTIFIED` and wakes its futex. Each side does store → SeqCst fence → load, so at
+//! least one of them sees the other: the final search finds the work, or the publisher finds the
+//! sleeper. A worker woken this way that finds work wakes one more (a wake chain), so a burst of
+//! pushes seen as "one sleeper" by several publishers still reaches every idle worker.
+//!
+//! The publisher side lives here (`Shared::notify_*`); the sleeper side is
+//! `WorkerLocal::idle` in `worker.rs`, which searches with the worker's own steal order.
+
+use crate::registry::{Shared, NOTIFIED, SLEEPING};
+use crate::sys;
+use std::sync::atomic::{fence, Ordering};
+
+impl Shared {
+    /// Wakes one sleeping worker if any (after publishing stealable work).
+    #[inline]
+    pub(crate) fn notify_one(&self, from: usize) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        self.wake_one_slow(from);
+    }
+
+    #[cold]
+    fn wake_one_slow(&self, from: usize) {
+        let n = self.workers.len();
+        for i in 1..=n {
+            let w = &self.workers[(from + i) % n];
+            if w.sleep.load(Ordering::Relaxed) == SLEEPING
+                && w.sleep
+                    .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                sys::futex_wake(&w.sleep, 1);
+                return;
+            }
+        }
+    }
+
+    /// Wakes one sleeping worker after a push to the calling worker's *own* start deque.
+    ///
+    /// No fence here: such a push cannot be lost, because the pushing worker drains its own deque
+    /// before it ever goes idle (a `join` takes its half back or waits while its worker runs
+    /// other work). If the load below misses a worker that is just falling asleep, the cost is
+    /// parallelism, not progress, and the next push (or the sleeper's own final search, which
+    /// follows a fence) repairs it.
+    #[inline]
+    pub(crate) fn notify_one_local_push(&self, from: usize) {
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        self.wake_one_slow(from);
+    }
+
+    /// Wakes worker `w` if it sleeps (after putting work in its inbox).
+    pub(crate) fn notify_worker(&self, w: usize) {
+        fence(Ordering::SeqCst);
+        let ws = &self.workers[w];
+        if ws.sleep.load(Ordering::Relaxed) == SLEEPING
+            && ws
+                .sleep
+                .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            sys::futex_wake(&ws.sleep, 1);
+        } else if ws.inbox.len.load(Ordering::Relaxed) > 1 {
+            // The target is busy and work piles up: let an idle worker take some (load balance
+            // wins over placement).
+            self.notify_one(w);
+        }
+    }
+
+    pub(crate) fn notify_all(&self) {
+        fence(Ordering::SeqCst);
+        for w in self.workers.iter() {
+            if w.sleep.swap(NOTIFIED, Ordering::AcqRel) == SLEEPING {
+                sys::futex_wake(&w.sleep, 1);
+            }
+        }
+    }
+
+    /// Workers currently asleep on their futex (or about to be).
+    pub(crate) fn sleeping_workers(&self) -> usize {
+        self.workers
+            .iter()
+            .filter(|w| w.sleep.load(Ordering::Acquire) == SLEEPING)
+            .count()
+    }
+}

@@ -1,0 +1,182 @@
+//! Creating green threads and queueing their work: `spawn_raw`, the stealable halves of `join`
+//! (push and take back), the spawn-then-join fast path, and the finish count that
+//! `Runtime::drop` waits on.
+
+use crate::context::ctx_ptr;
+use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
+use crate::registry::{Shared, WorkerLocal};
+use crate::task::{self, Task};
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Creates a green thread for `f` on runtime `shared` and queues it.
+///
+/// # Safety
+/// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
+/// with non-`'static` closures wait for completion before their borrows end.
+pub(crate) unsafe fn spawn_raw<F, T>(
+    shared: &Shared,
+    f: F,
+    with_handle: bool,
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    scope: Option<Arc<task::ScopeShared>>,
+) -> Arc<Task>
+where
+    F: FnOnce() -> T,
+{
+    let c = ctx_ptr();
+    let stack_size = stack_size.unwrap_or(shared.stack_size);
+    let rt: *const () = ptr::from_ref(shared).cast();
+    // SAFETY: context pointers are alive while non-null; the worker's pools and deque are used
+    // only from its own OS thread, which is the caller.
+    unsafe {
+        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
+            let w = &*(*c).worker;
+            let t = w.take_task();
+            t.init(f, rt, with_handle, stack_size, name, scope, w.index);
+            let s = &shared.workers[w.index].spawned;
+            s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+            w.deque.push(RawJob::task(t.clone()));
+            shared.notify_one_local_push(w.index);
+            t
+        } else {
+            let t = shared
+                .task_pool
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop()
+                .unwrap_or_else(|| Arc::new(Task::new()));
+            t.init(f, rt, with_handle, stack_size, name, scope, 0);
+            shared.ext_spawned.fetch_add(1, Ordering::Release);
+            shared.injector.push(RawJob::task(t.clone()));
+            shared.notify_one(0);
+            t
+        }
+    }
+}
+
+/// Pushes the stealable half of a `join` on worker `w`'s start deque; returns `w`'s index.
+///
+/// # Safety
+/// `w` must be the calling green thread's worker, obtained since its last yield or park.
+#[inline]
+pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> (usize, u64) {
+    // SAFETY: per the contract `w` is the calling OS thread's live worker.
+    unsafe {
+        let w = &*w;
+        let seq = w.push_seq.get() + 1;
+        w.push_seq.set(seq);
+        (*(r.data as *const StackJobHeader)).seq.set(seq);
+        w.deque.push(RawJob::stack(r));
+        (*w.shared).notify_one_local_push(w.index);
+        (w.index, seq)
+    }
+}
+
+/// Tries to take back the `join` half `r` from the calling worker's deque. Other jobs found above
+/// it (pushed meanwhile by other green threads) go to this worker's inbox, where the worker or a
+/// thief runs them. Returns whether `r` was taken back (the caller then runs it inline).
+///
+/// # Safety
+/// `owner` must be the calling green thread and `w` the worker it ran on when it pushed the half
+/// (`pushed_on`). The worker is only touched if the green thread still runs there, which its
+/// `last_worker` (stamped by every resumption) tells without a thread-local read.
+#[inline]
+pub(crate) unsafe fn take_back_stack_job(
+    owner: *const Task,
+    w: *const WorkerLocal,
+    data: *const (),
+    seq: u64,
+    pushed_on: usize,
+) -> bool {
+    // SAFETY: per the contract; a green thread that still runs on `pushed_on` runs on `w`'s OS
+    // thread, so the owner-only deque is ours to pop.
+    unsafe {
+        if (*owner).last_worker.load(Ordering::Relaxed) != pushed_on {
+            return false;
+        }
+        let w = &*w;
+        let mut others = Vec::new();
+        let mut found = false;
+        while let Some(j) = w.deque.pop() {
+            match j.into_job() {
+                Job::Stack(s) if s.data == data => {
+                    found = true;
+                    break;
+                }
+                // SAFETY: a half still in the deque is unexecuted, so its owner is still inside
+                // `join` and the half (with its header) is alive.
+                Job::Stack(s) if (*(s.data as *const StackJobHeader)).seq.get() < seq => {
+                    // Older than ours: ours was stolen. Put it back where it was (the top).
+                    w.deque.push(RawJob::stack(s));
+                    break;
+                }
+                // A spawned thread its joiner already ran inline: drop the stale entry.
+                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => drop(t),
+                // Newer than ours (spawned threads, other green threads' join halves): hand
+                // them to this worker's inbox, where it or a thief runs them.
+                other => others.push(other),
+            }
+        }
+        if !others.is_empty() {
+            let shared = &*w.shared;
+            shared.workers[w.index].inbox.push_many(others);
+            shared.notify_one(w.index);
+        }
+        found
+    }
+}
+
+/// Pops the top of the calling worker's deque if it is `t`'s entry (spawn, then join): the caller
+/// then owns `t` exclusively. Stale entries found on top (threads their joiners already ran
+/// inline) are dropped on the way, so joining in spawn order does not pile them up; anything else
+/// is put back where it was.
+pub(crate) fn take_own_top(t: &Task) -> bool {
+    let c = ctx_ptr();
+    // SAFETY: as in spawn_raw.
+    unsafe {
+        if c.is_null() || (*c).worker.is_null() {
+            return false;
+        }
+        let w = &*(*c).worker;
+        loop {
+            match w.deque.pop().map(RawJob::into_job) {
+                Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => return true,
+                Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
+                    drop(top)
+                }
+                // Not ours: put it back on top of the LIFO deque, where it was.
+                Some(other) => {
+                    w.deque.push(match other {
+                        Job::Task(t) => RawJob::task(t),
+                        Job::Stack(r) => RawJob::stack(r),
+                    });
+                    return false;
+                }
+                None => return false,
+            }
+        }
+    }
+}
+
+/// Counts a green thread as finished (for `Runtime::drop`'s wait).
+pub(crate) fn count_finished(t: &Task) {
+    // SAFETY: the task is unfinished until this call, so its runtime is alive.
+    let shared = unsafe { &*t.runtime() };
+    let c = ctx_ptr();
+    // SAFETY: as above for the context.
+    unsafe {
+        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
+            let w = &*(*c).worker;
+            let f = &shared.workers[w.index].finished;
+            f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
+        } else {
+            shared.ext_finished.fetch_add(1, Ordering::Release);
+        }
+    }
+    if shared.shutdown.load(Ordering::Relaxed) && shared.live() == 0 {
+        shared.notify_all();
+    }
+}

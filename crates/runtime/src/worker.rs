@@ -1,0 +1,414 @@
+//! The worker loop: where a worker looks for work (its fairness tick, ready structure, inbox,
+//! start deque, then stealing nearest tier first), how it runs a job until it finishes, yields
+//! or parks, and how it goes idle (the sleeper side of the protocol in `sleep.rs`).
+
+use crate::job::{Job, RawJob, StackJobRef};
+use crate::pool::recycle;
+use crate::ready::ReadyQueue;
+use crate::registry::{Shared, WorkerLocal, WorkerShared, AWAKE, SLEEPING};
+use crate::spawn::count_finished;
+use crate::sys;
+use crate::task::{Co, Exit, Reason, Task, LIFE_RUNNING, P_EMPTY, P_PARKED};
+use corosensei::CoroutineResult;
+use crossbeam_deque::Steal;
+use std::ptr;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+const SPIN_ROUNDS: u32 = 64;
+const FAIR_TICK: u32 = 61;
+
+impl WorkerLocal {
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    fn ready(&self) -> &mut ReadyQueue {
+        // SAFETY: owner-only; callers never hold the borrow across a resume.
+        unsafe { &mut *self.ready.get() }
+    }
+
+    fn next_rand(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x
+    }
+
+    /// Local work, in order: (fairness tick: inbox, injector, start deque), ready structure,
+    /// inbox, start deque.
+    #[inline]
+    fn next_local(&self) -> Option<Job> {
+        let shared = self.shared();
+        let me = &shared.workers[self.index];
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick.is_multiple_of(FAIR_TICK) {
+            if let Some(j) = self.pop_own_inbox(me) {
+                return Some(j);
+            }
+            if let Steal::Success(j) = shared.injector.steal() {
+                return Some(j.into_job());
+            }
+            if let Some(j) = self.deque.pop() {
+                return Some(j.into_job());
+            }
+        }
+        if self.yielded.replace(false) {
+            if let Some(j) = self.pop_own_inbox(me) {
+                return Some(j);
+            }
+            if let Some(j) = self.deque.pop() {
+                return Some(j.into_job());
+            }
+        }
+        let ready = self.ready();
+        if let Some(j) = ready.pop() {
+            if ready.len() > 1 && shared.idle.load(Ordering::Relaxed) > 0 {
+                self.spill();
+            }
+            return Some(j);
+        }
+        if let Some(j) = self.pop_own_inbox(me) {
+            return Some(j);
+        }
+        self.deque.pop().map(RawJob::into_job)
+    }
+
+    /// The next job from this worker's own inbox. With a policy order the inbox is first moved
+    /// into the ready heap (keyed for this worker) and the heap's best runs. The emptiness check
+    /// comes first, so the default orders pay nothing more than before.
+    #[inline]
+    fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
+        if me.inbox.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        match self.ready() {
+            ReadyQueue::Policy(p) => p.pop(),
+            _ => me.inbox.pop(),
+        }
+    }
+
+    /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
+    /// policy order (whose worker takes its inbox's resumptions back into its heap) through the
+    /// injector.
+    #[cold]
+    fn spill(&self) {
+        let ready = self.ready();
+        let k = ready.len() / 2;
+        if k == 0 {
+            return;
+        }
+        let policy = matches!(ready, ReadyQueue::Policy(_));
+        let cold = ready.take_cold(k);
+        let shared = self.shared();
+        if policy {
+            for j in cold {
+                shared.injector.push(match j {
+                    Job::Task(t) => RawJob::task(t),
+                    Job::Stack(r) => RawJob::stack(r),
+                });
+            }
+        } else {
+            shared.workers[self.index].inbox.push_many(cold);
+        }
+        shared.notify_one(self.index);
+    }
+
+    /// Hands a green thread that asked to run on worker `w` to that worker's inbox, marked so
+    /// that thieves leave it there (`Reason::MoveTo`).
+    ///
+    /// # Safety
+    /// The caller holds `task`'s run reference (it just suspended on this worker).
+    #[cold]
+    unsafe fn move_to(&self, task: Arc<Task>, w: usize) {
+        let shared = self.shared();
+        if w == self.index || w >= shared.workers.len() {
+            // SAFETY: the caller holds the run reference.
+            unsafe { self.ready().push_yielded(task) };
+            return;
+        }
+        task.moving.store(true, Ordering::Relaxed);
+        shared.workers[w].inbox.push(Job::Task(task));
+        shared.notify_worker(w);
+    }
+
+    /// Steals: own inbox, then victims tier by tier (their start deques, then inboxes), then the
+    /// injector.
+    fn steal(&self) -> Option<Job> {
+        let shared = self.shared();
+        let me = &shared.workers[self.index];
+        if let Some(j) = self.pop_own_inbox(me) {
+            return Some(j);
+        }
+        for tier in &me.steal_tiers {
+            let n = tier.len();
+            let start = (self.next_rand() as usize) % n;
+            for i in 0..n {
+                let v = &shared.workers[tier[(start + i) % n]];
+                loop {
+                    match v.stealer.steal() {
+                        Steal::Success(j) => {
+                            me.steals.fetch_add(1, Ordering::Relaxed);
+                            return Some(j.into_job());
+                        }
+                        Steal::Retry => continue,
+                        Steal::Empty => break,
+                    }
+                }
+                if let Some(j) = v.inbox.pop_unbound() {
+                    me.steals.fetch_add(1, Ordering::Relaxed);
+                    return Some(j);
+                }
+            }
+        }
+        loop {
+            match shared.injector.steal() {
+                Steal::Success(j) => return Some(j.into_job()),
+                Steal::Retry => continue,
+                Steal::Empty => return None,
+            }
+        }
+    }
+
+    /// The scheduler loop. Returns when the runtime shuts down and no green thread is left.
+    pub(crate) fn run_loop(&self) {
+        let shared = self.shared();
+        let mut woke = false;
+        loop {
+            if let Some(j) = self.next_local() {
+                self.run(j);
+                continue;
+            }
+            if let Some(j) = self.steal() {
+                if woke {
+                    // Wake chain: there may be more work than the publishers' wakes covered.
+                    shared.notify_one(self.index);
+                    woke = false;
+                }
+                self.run(j);
+                continue;
+            }
+            match self.idle() {
+                Idle::Found(j) => {
+                    if woke {
+                        shared.notify_one(self.index);
+                    }
+                    woke = false;
+                    self.run(j)
+                }
+                Idle::Woke => woke = true,
+                Idle::Exit => return,
+            }
+        }
+    }
+
+    fn idle(&self) -> Idle {
+        let shared = self.shared();
+        shared.idle.fetch_add(1, Ordering::SeqCst);
+        let r = self.idle_inner(shared);
+        shared.idle.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
+    fn idle_inner(&self, shared: &Shared) -> Idle {
+        for round in 0..SPIN_ROUNDS {
+            if let Some(j) = self.steal() {
+                return Idle::Found(j);
+            }
+            if shared.shutdown.load(Ordering::Acquire) && shared.live() == 0 {
+                return Idle::Exit;
+            }
+            for _ in 0..(1u32 << (round / 8).min(6)) {
+                std::hint::spin_loop();
+            }
+        }
+        let me = &shared.workers[self.index];
+        // Never sleep on local work (defensive: the loop only gets here with both empty).
+        if self.ready().len() > 0 || !self.deque.is_empty() {
+            return Idle::Woke;
+        }
+        me.sleep.store(SLEEPING, Ordering::SeqCst);
+        shared.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let found = self.steal();
+        let exit = found.is_none() && shared.shutdown.load(Ordering::SeqCst) && shared.live() == 0;
+        if found.is_none() && !exit {
+            while me.sleep.load(Ordering::Acquire) == SLEEPING {
+                sys::futex_wait(&me.sleep, SLEEPING);
+            }
+        }
+        me.sleep.store(AWAKE, Ordering::SeqCst);
+        shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+        match found {
+            Some(j) => Idle::Found(j),
+            None if exit => Idle::Exit,
+            None => Idle::Woke,
+        }
+    }
+
+    /// Runs one job until it finishes, yields or parks.
+    fn run(&self, job: Job) {
+        let task = match job {
+            Job::Task(t) => t,
+            Job::Stack(r) => {
+                let run = StackRun(r);
+                // SAFETY: the stack job stays alive until it reports done (its owner waits).
+                unsafe { spawn_job_local(self, move || run.run()) }
+            }
+        };
+        self.run_task(task);
+    }
+
+    fn run_task(&self, task: Arc<Task>) {
+        let t: &Task = &task;
+        // SAFETY: we hold the task's run reference, so its plain fields are ours.
+        unsafe {
+            let co = &mut *t.co.get();
+            if co.is_none() {
+                if !t.claim() {
+                    // Its joiner ran it inline already; this queue entry is stale.
+                    return;
+                }
+                let size = *t.stack_size.get();
+                match self.take_stack(size) {
+                    Ok(stack) => {
+                        let tp = t as *const Task as usize;
+                        *t.stack_limit.get() = corosensei::stack::Stack::limit(&stack).get();
+                        let c = Co::with_stack(stack, move |y, ()| green_entry(tp, y));
+                        *t.trap.get() = Some(c.trap_handler());
+                        *co = Some(c);
+                    }
+                    Err(e) => {
+                        let msg = format!(
+                            "footprint: could not map a {size}-byte stack for green thread {}: {e}",
+                            describe(t)
+                        );
+                        crate::task::fail_unrun(t, Box::new(msg));
+                        t.complete();
+                        count_finished(t);
+                        recycle(task);
+                        return;
+                    }
+                }
+            }
+            debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
+            t.last_worker.store(self.index, Ordering::Relaxed);
+            self.ctx.current.set(t);
+            let r = co.as_mut().expect("coroutine present").resume(());
+            self.ctx.current.set(ptr::null());
+            match r {
+                CoroutineResult::Yield(Reason::Yield) => {
+                    self.ready().push_yielded(task);
+                    self.yielded.set(true);
+                }
+                CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
+                CoroutineResult::Yield(Reason::MoveTo(w)) => self.move_to(task, w),
+                CoroutineResult::Return(exit) => {
+                    *t.trap.get() = None;
+                    let co = (*t.co.get()).take().expect("coroutine present");
+                    let size = *t.stack_size.get();
+                    if exit == Exit::Overflow {
+                        let msg = format!(
+                            "footprint: green thread {} overflowed its stack of {size} bytes; give it a larger one with Builder::stack_size",
+                            describe(t)
+                        );
+                        crate::task::fail_running(t, Box::new(msg));
+                        self.shared().overflows.fetch_add(1, Ordering::Relaxed);
+                        // The stack was abandoned mid-call; do not reuse it.
+                        drop(co.into_stack());
+                    } else {
+                        self.put_stack(co.into_stack(), size);
+                    }
+                    t.complete();
+                    count_finished(t);
+                    recycle(task);
+                }
+            }
+        }
+    }
+
+    fn finish_park(&self, task: Arc<Task>) {
+        // SAFETY: we hold the run reference (it just parked here); the record is written before
+        // the park state publishes the thread to unparkers.
+        unsafe { self.ready().on_park(&task) };
+        let raw = Arc::into_raw(task);
+        // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
+        // leaked until an unparker takes it back.
+        unsafe {
+            if (*raw)
+                .park
+                .compare_exchange(P_EMPTY, P_PARKED, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // A permit arrived between the park request and now: consume it and run again.
+                // Consume it with an RMW (Acquire), which reads the latest permit write: the
+                // thread then sees what every unparker published, including one that refreshed
+                // the permit after our failed CAS (a plain store would not synchronise with it).
+                let task = Arc::from_raw(raw);
+                task.park.swap(P_EMPTY, Ordering::Acquire);
+                self.ready().push_woken(Job::Task(task));
+            }
+        }
+    }
+}
+
+enum Idle {
+    Found(Job),
+    Woke,
+    Exit,
+}
+
+struct StackRun(StackJobRef);
+
+impl StackRun {
+    fn run(self) {
+        // SAFETY: the job's owner keeps it alive until exec reports completion.
+        unsafe { (self.0.exec)(self.0.data) }
+    }
+}
+
+/// Creates a detached green thread on worker `w` (not queued) for a stolen join half.
+///
+/// # Safety
+/// As for [`spawn_raw`].
+unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
+    let shared = w.shared();
+    let t = w.take_task();
+    // SAFETY: pooled blocks are unique.
+    unsafe {
+        t.init(
+            f,
+            std::ptr::from_ref(shared).cast(),
+            false,
+            shared.stack_size,
+            None,
+            None,
+            w.index,
+        )
+    };
+    let s = &shared.workers[w.index].spawned;
+    s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+    t
+}
+
+/// The first frame on every green-thread stack.
+fn green_entry(tp: usize, y: &crate::task::GreenYielder) -> Exit {
+    let t = tp as *const Task;
+    // SAFETY: the worker holds the run reference while the coroutine runs; the yielder lives on
+    // this stack for the coroutine's whole life.
+    unsafe {
+        *(*t).yielder.get() = y;
+        (*t).run_job_in_place();
+        crate::local::clear_task_locals(&*t);
+    }
+    Exit::Finished
+}
+
+/// "'name'" or "<unnamed>" for messages.
+pub(crate) fn describe(t: &Task) -> String {
+    match t.name() {
+        Some(n) => format!("'{n}'"),
+        None => "<unnamed>".to_string(),
+    }
+}

@@ -1,0 +1,373 @@
+//! footprint inside an MPI rank (feature `mpi`): start MPI at the threading level footprint
+//! needs, wait for MPI requests without stalling a worker, and check how `mpirun` placed the
+//! ranks. A thin layer over [rsmpi](https://docs.rs/mpi) (re-exported as [`rsmpi`]), which stays
+//! the MPI API you call.
+//!
+//! # Threading level: `MPI_THREAD_MULTIPLE`
+//! A green thread may resume on any worker (work stealing), and [`blocking`] runs its call on a
+//! thread of the blocking pool, so MPI is called from several OS threads, possibly at once.
+//! That is [`Threading::Multiple`](::mpi::Threading::Multiple); [`initialize`] asks for it and
+//! returns [`MpiError::ThreadingTooLow`] when the library offers less (`Funneled` or
+//! `Serialized` would need every call funnelled through one dedicated thread, which this layer
+//! does not do).
+//!
+//! # Waiting without stalling a worker
+//! - [`wait`] / [`wait_all`] / [`progress`]: poll immediate requests (`immediate_send`,
+//!   `immediate_receive_into`, `immediate_all_reduce_into`, ...) with `MPI_Test`, yielding the
+//!   worker to other green threads between polls. No extra OS thread; the preferred way.
+//! - [`blocking`]: run a blocking call (`receive`, `all_reduce_into`, ...) on the blocking pool
+//!   while the green thread parks, for calls that have no immediate form.
+//!
+//! # Placement
+//! [`Runtime::builder()`](crate::Runtime::builder) already places one worker per CPU of the
+//! process's allowed CPU set and pins each inside it, so under `mpirun --bind-to core|socket|...`
+//! the workers stay inside the rank's binding. [`placement`] reports each rank's CPU set and the
+//! ranks on the same host whose sets overlap (their workers would share cores).
+//!
+//! ```
+//! use footprint::mpi::rsmpi::traits::*;
+//! let universe = footprint::mpi::initialize()?;               // MPI_THREAD_MULTIPLE or an error
+//! let world = universe.world();
+//! let here = footprint::mpi::placement(&world)?;               // collective: every rank calls it
+//! let rt = footprint::Runtime::builder().build()?;             // workers inside the rank's CPUs
+//! let mine = world.rank() as u64;
+//! let total = rt.block_on(|| {
+//!     let world = footprint::mpi::rsmpi::topology::SimpleCommunicator::world();
+//!     let mut sum = 0u64;
+//!     footprint::mpi::rsmpi::request::scope(|scope| {
+//!         let op = footprint::mpi::rsmpi::collective::SystemOperation::sum();
+//!         let req = world.immediate_all_reduce_into(scope, &mine, &mut sum, op);
+//!         footprint::mpi::wait(req);                           // other green threads run meanwhile
+//!     });
+//!     sum
+//! });
+//! assert_eq!(total, (0..world.size() as u64).sum::<u64>());
+//! println!("{here}: sum of ranks {total}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+
+pub use ::mpi as rsmpi;
+use ::mpi::collective::CommunicatorCollectives;
+use ::mpi::environment::Universe;
+use ::mpi::point_to_point::Status;
+use ::mpi::request::{Request, Scope};
+use ::mpi::topology::Communicator;
+use ::mpi::Threading;
+
+/// The MPI threading level footprint needs (see the module docs for why).
+pub const REQUIRED_THREADING: Threading = Threading::Multiple;
+
+/// Why MPI could not be set up for footprint.
+#[derive(Debug)]
+pub enum MpiError {
+    /// MPI was initialised before [`initialize`] was called.
+    AlreadyInitialized,
+    /// The MPI library offers a lower threading level than [`REQUIRED_THREADING`].
+    ThreadingTooLow {
+        /// The level the library granted.
+        provided: Threading,
+    },
+    /// The rank's allowed CPU set could not be read.
+    Affinity(crate::affinity::TopologyError),
+}
+
+impl fmt::Display for MpiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MpiError::AlreadyInitialized => write!(
+                f,
+                "MPI is already initialised: call footprint::mpi::initialize() once, before any \
+                 other MPI initialisation, so it can ask for MPI_THREAD_MULTIPLE"
+            ),
+            MpiError::ThreadingTooLow { provided } => write!(
+                f,
+                "the MPI library offers threading level {provided:?} but footprint needs \
+                 {REQUIRED_THREADING:?} (MPI_THREAD_MULTIPLE: green threads call MPI from \
+                 several workers): use an MPI built with thread-multiple support (Open MPI >= 3 \
+                 and MPICH do by default; check `ompi_info | grep -i thread`)"
+            ),
+            MpiError::Affinity(e) => write!(f, "cannot read this rank's CPU set: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MpiError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MpiError::Affinity(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Checks a granted threading level against [`REQUIRED_THREADING`].
+///
+/// ```
+/// use footprint::mpi::{check_threading, rsmpi::Threading, MpiError};
+/// assert!(check_threading(Threading::Multiple).is_ok());
+/// let e = check_threading(Threading::Serialized).unwrap_err();
+/// assert!(matches!(e, MpiError::ThreadingTooLow { provided: Threading::Serialized }));
+/// assert!(e.to_string().contains("MPI_THREAD_MULTIPLE"));
+/// ```
+pub fn check_threading(provided: Threading) -> Result<(), MpiError> {
+    if provided >= REQUIRED_THREADING {
+        Ok(())
+    } else {
+        Err(MpiError::ThreadingTooLow { provided })
+    }
+}
+
+/// Initialises MPI with [`REQUIRED_THREADING`] and returns the universe (MPI is finalised when
+/// it is dropped). Fails when MPI is already initialised or the library offers less; in the
+/// latter case MPI is finalised again before returning, so every rank exits cleanly.
+///
+/// Works under `mpirun` and, with Open MPI and MPICH, as a single process without it.
+pub fn initialize() -> Result<Universe, MpiError> {
+    let (universe, provided) =
+        ::mpi::initialize_with_threading(REQUIRED_THREADING).ok_or(MpiError::AlreadyInitialized)?;
+    check_threading(provided)?;
+    Ok(universe)
+}
+
+/// Waits for an immediate request, yielding the worker to other green threads between
+/// `MPI_Test` polls, then the OS thread (`sched_yield`, like Open MPI's `mpi_yield_when_idle`).
+/// Returns its status.
+///
+/// The OS yield matters where cores are shared: on this project's loaded 2-core machine it
+/// halved the time per sweep of `mpi_heat` on 2 ranks (a rank that spins while its peer is
+/// descheduled uses up its own share of the core); on a dedicated core it returns at once.
+///
+/// MPI only makes progress on a request while some thread is inside MPI, so a long computation
+/// between polls delays a message that needs several round trips (a large rendezvous send).
+pub fn wait<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) -> Status {
+    loop {
+        match request.test() {
+            Ok(status) => return status,
+            Err(pending) => {
+                request = pending;
+                crate::yield_now();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Tests each request in `requests` once and removes those that completed, without waiting.
+/// Calling it between pieces of computation lets MPI progress messages (a large send needs
+/// several round trips) while the computation runs.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{request, traits::*};
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let me = world.this_process();
+/// let (out, mut back) = ([1.0f64, 2.0], [0.0f64; 2]);
+/// request::scope(|scope| {
+///     let mut reqs = vec![me.immediate_receive_into(scope, &mut back[..])];
+///     footprint::mpi::progress(&mut reqs);                // nothing sent yet: still pending
+///     assert_eq!(reqs.len(), 1);
+///     me.send(&out[..]);
+///     while !reqs.is_empty() {
+///         footprint::mpi::progress(&mut reqs);            // ...computation between polls
+///     }
+/// });
+/// assert_eq!(back, out);
+/// # Ok::<(), footprint::mpi::MpiError>(())
+/// ```
+pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S>>) {
+    for request in std::mem::take(requests) {
+        if let Err(pending) = request.test() {
+            requests.push(pending);
+        }
+    }
+}
+
+/// Waits for all `requests` like [`wait`]; the statuses come back in the requests' order.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{request, traits::*};
+/// let universe = footprint::mpi::initialize()?;
+/// let rt = footprint::Runtime::builder().workers(1).build()?;
+/// let got = rt.block_on(|| {
+///     let world = footprint::mpi::rsmpi::topology::SimpleCommunicator::world();
+///     let me = world.this_process();
+///     let (one, mut a, mut b) = (1u32, 0u32, 0u32);
+///     request::scope(|scope| {
+///         let reqs = vec![
+///             me.immediate_receive_into_with_tag(scope, &mut a, 1),
+///             me.immediate_receive_into_with_tag(scope, &mut b, 2),
+///         ];
+///         let sends = vec![
+///             me.immediate_send_with_tag(scope, &one, 2),
+///             me.immediate_send_with_tag(scope, &one, 1),
+///         ];
+///         let statuses = footprint::mpi::wait_all(reqs);
+///         assert_eq!(statuses[1].tag(), 2);                // in the requests' order
+///         footprint::mpi::wait_all(sends);
+///     });
+///     (a, b)
+/// });
+/// assert_eq!(got, (1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -> Vec<Status> {
+    let mut statuses: Vec<Option<Status>> = (0..requests.len()).map(|_| None).collect();
+    let mut pending: Vec<(usize, Request<'a, D, S>)> = requests.into_iter().enumerate().collect();
+    loop {
+        let mut still = Vec::with_capacity(pending.len());
+        for (i, request) in pending {
+            match request.test() {
+                Ok(status) => statuses[i] = Some(status),
+                Err(request) => still.push((i, request)),
+            }
+        }
+        if still.is_empty() {
+            break;
+        }
+        pending = still;
+        crate::yield_now();
+        std::thread::yield_now();
+    }
+    statuses.into_iter().flatten().collect()
+}
+
+/// Runs a blocking MPI call on the runtime's blocking pool while the calling green thread parks,
+/// so its worker keeps running other green threads ([`crate::block_in_place`], named for this
+/// use). Prefer an immediate operation with [`wait`] where one exists: a blocking MPI call
+/// busy-polls its thread.
+///
+/// MPI handles are not `Send`, so build the communicator inside `f`
+/// (`SimpleCommunicator::world()` is free).
+///
+/// The blocking pool's threads run on the process's CPU set (the rank's binding), not pinned to
+/// a worker's CPU, so a call that busy-polls inside MPI (Open MPI's blocking calls do) competes
+/// with the workers for the rank's cores meanwhile.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{collective::SystemOperation, topology::SimpleCommunicator};
+/// use footprint::mpi::rsmpi::traits::*;
+/// let universe = footprint::mpi::initialize()?;
+/// let rt = footprint::Runtime::builder().workers(1).build()?;
+/// let ranks = rt.block_on(|| {
+///     let mine = SimpleCommunicator::world().rank();
+///     footprint::mpi::blocking(|| {
+///         let world = SimpleCommunicator::world();
+///         let mut total = 0;
+///         world.all_reduce_into(&(mine + 1), &mut total, SystemOperation::sum());
+///         total
+///     })
+/// });
+/// assert_eq!(ranks, (1..=universe.world().size()).sum::<i32>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn blocking<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    crate::block_in_place(f)
+}
+
+/// Returns the value, or prints `rank N: <error>` and aborts every rank of `comm` (so no peer is
+/// left waiting in a collective for a rank that gave up).
+///
+/// ```
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let rt = footprint::mpi::abort_on_error(&world, footprint::Runtime::builder().build());
+/// assert!(rt.workers() >= 1);
+/// # Ok::<(), footprint::mpi::MpiError>(())
+/// ```
+pub fn abort_on_error<T, E: fmt::Display, C: Communicator>(comm: &C, result: Result<T, E>) -> T {
+    match result {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!(
+                "rank {}: {e}; aborting all {} ranks",
+                comm.rank(),
+                comm.size()
+            );
+            comm.abort(1)
+        }
+    }
+}
+
+/// Where a rank runs: its host, its allowed CPU set (as `mpirun` bound it), and the other ranks
+/// on the same host whose CPU sets overlap it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankPlacement {
+    /// This rank in the communicator.
+    pub rank: i32,
+    /// Ranks in the communicator.
+    pub size: i32,
+    /// The MPI processor name (the host).
+    pub host: String,
+    /// The CPUs this rank may run on; the runtime's workers are pinned inside this set.
+    pub cpus: Vec<usize>,
+    /// Ranks on the same host sharing at least one of those CPUs (empty when the binding is
+    /// exclusive).
+    pub shares_cpus_with: Vec<i32>,
+}
+
+impl fmt::Display for RankPlacement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rank {}/{} on {} cpus {:?}",
+            self.rank, self.size, self.host, self.cpus
+        )?;
+        if !self.shares_cpus_with.is_empty() {
+            write!(
+                f,
+                " (shares CPUs with ranks {:?}: bind ranks apart, e.g. mpirun --bind-to core \
+                 --map-by slot:PE=<workers>)",
+                self.shares_cpus_with
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// CPU mask words exchanged by [`placement`] (CPUs 0..4096).
+const MASK_WORDS: usize = 64;
+
+/// Reports this rank's placement (a collective: every rank of `comm` must call it).
+pub fn placement<C: Communicator>(comm: &C) -> Result<RankPlacement, MpiError> {
+    let cpus = crate::affinity::allowed_cpus().map_err(MpiError::Affinity)?;
+    let host = ::mpi::environment::processor_name().unwrap_or_else(|_| "?".into());
+    let mut mine = [0u64; MASK_WORDS + 1];
+    mine[0] = fnv1a(host.as_bytes());
+    for &cpu in cpus.iter().filter(|&&c| c < MASK_WORDS * 64) {
+        mine[1 + cpu / 64] |= 1 << (cpu % 64);
+    }
+    let size = comm.size();
+    let mut all = vec![0u64; mine.len() * size as usize];
+    comm.all_gather_into(&mine[..], &mut all[..]);
+    let rank = comm.rank();
+    let shares_cpus_with = all
+        .chunks_exact(mine.len())
+        .enumerate()
+        .filter(|&(r, other)| {
+            r as i32 != rank
+                && other[0] == mine[0]
+                && other[1..].iter().zip(&mine[1..]).any(|(a, b)| a & b != 0)
+        })
+        .map(|(r, _)| r as i32)
+        .collect();
+    Ok(RankPlacement {
+        rank,
+        size,
+        host,
+        cpus,
+        shares_cpus_with,
+    })
+}
+
+/// FNV-1a hash of a host name (to compare hosts in a fixed-size message).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
