@@ -9,19 +9,13 @@ use crate::wait::{
     WaitPolicy, SAMPLE_EVERY,
 };
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
 /// The lock is held.
 const LOCKED: u32 = 1;
 /// A releaser woke a parked waiter that has not run since ("waker in flight"): later releases
 /// wake nobody until it has competed again.
 const WAKING: u32 = 2;
-/// The lock has been waited for beyond the quick spin: holders time one hold in
-/// [`SAMPLE_EVERY`] for the hold-time history (Bellosa's rule needs it only then).
-const SAMPLING: u32 = 4;
-/// The low bit of the release counter in bits 3-31 (each informed or blocking release adds one,
-/// in the same read-modify-write that clears `LOCKED`; it picks the sampled holds at no cost).
-const RELEASE_ONE: u32 = 8;
-
 /// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
 /// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
 /// `Waiter` (no thread is "next" in a TTAS lock).
@@ -44,6 +38,10 @@ const RELEASE_ONE: u32 = 8;
 #[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     state: AtomicU32,
+    /// 0 until a wait went past the quick spin; then the holders' acquisition count (+1), which
+    /// picks the timed holds (one in [`SAMPLE_EVERY`]). Written by holders only, on the word's
+    /// cache line; an uncontended lock reads it and writes nothing.
+    sampled: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -54,6 +52,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub const fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
+            sampled: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -64,45 +63,51 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
+            sampled: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
     }
 
-    /// Takes the lock if it looks free (test, then test-and-set); returns the word it replaced.
+    /// Takes the lock if it looks free (test, then test-and-set).
     #[inline]
-    fn try_acquire(&self) -> Option<u32> {
+    fn try_acquire(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
-        if s & LOCKED != 0 {
-            return None;
-        }
-        self.state
-            .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
+        s & LOCKED == 0
+            && self
+                .state
+                .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
     }
 
-    /// The guard state of an acquisition that replaced the word `was`.
+    /// The guard state of an acquisition (the holder counts it once sampling started).
     #[inline]
-    fn held(&self, scope: ClassScope, was: u32) -> HeldToken {
-        let sample = was & SAMPLING != 0 && (was / RELEASE_ONE).is_multiple_of(SAMPLE_EVERY);
+    fn held(&self, scope: ClassScope) -> HeldToken {
+        let n = self.sampled.load(Ordering::Relaxed);
+        let sample = n != 0 && {
+            self.sampled
+                .store(n.wrapping_add(1).max(1), Ordering::Relaxed);
+            n.is_multiple_of(SAMPLE_EVERY)
+        };
         scope.into_held_sampled(&self.meta, sample)
     }
 
     #[cold]
     fn lock_slow(&self, scope: ClassScope) -> HeldToken {
         if W::MODE != WaitMode::Block {
-            let mut was = 0;
-            if let Some(pauses) = quick_spin(|| self.try_acquire().map(|w| was = w).is_some()) {
+            if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
-                return self.held(scope, was);
+                return self.held(scope);
             }
         }
         scope.publish(PriorityClass::Waiter);
-        if W::MODE != WaitMode::Spin && self.state.load(Ordering::Relaxed) & SAMPLING == 0 {
-            self.state.fetch_or(SAMPLING, Ordering::Relaxed);
+        if W::MODE != WaitMode::Spin && self.sampled.load(Ordering::Relaxed) == 0 {
+            // Racy with the holder's count: at worst the count restarts, which only moves
+            // which holds are timed.
+            self.sampled.store(1, Ordering::Relaxed);
         }
         let mut waited = 0;
-        let was = loop {
+        loop {
             let w = WaitFor {
                 queue: &self.meta.queue,
                 key: 0,
@@ -119,12 +124,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                     self.state.fetch_and(!WAKING, Ordering::SeqCst);
                 },
             );
-            if let Some(was) = self.try_acquire() {
-                break was;
+            if self.try_acquire() {
+                break;
             }
-        };
+        }
         self.meta.times.holder_add_wait(waited);
-        self.held(scope, was)
+        self.held(scope)
     }
 
     /// After a release that found parked threads: wakes one unless a wake-up is in flight.
@@ -159,22 +164,12 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        if W::MODE == WaitMode::Spin {
-            // The baseline's word is only ever 0 or LOCKED.
-            if self
-                .state
-                .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return self.held(scope, 0);
-            }
-        } else {
-            // One read-modify-write whether or not the lock is free (a no-op on a held lock),
-            // and it returns the word, release counter included.
-            let was = self.state.fetch_or(LOCKED, Ordering::Acquire);
-            if was & LOCKED == 0 {
-                return self.held(scope, was);
-            }
+        if self
+            .state
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return self.held(scope);
         }
         self.lock_slow(scope)
     }
@@ -182,18 +177,18 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
-        self.try_acquire().map(|was| self.held(scope, was))
+        self.try_acquire().then(|| self.held(scope))
     }
 
     #[inline]
     unsafe fn unlock(&self, token: HeldToken) {
         token.releasing(&self.meta);
         if W::MODE == WaitMode::Spin {
-            // Nobody parks and nobody samples: only LOCKED is ever set.
+            // Nobody parks: only LOCKED is ever set.
             self.state.store(0, Ordering::Release);
         } else {
-            // Clears LOCKED (set: adding 7 clears bit 0 without a carry) and counts the release.
-            let was = self.state.fetch_add(RELEASE_ONE - LOCKED, Ordering::SeqCst);
+            // Clears LOCKED (the holder set it) in one read-modify-write, then looks for waiters.
+            let was = self.state.fetch_sub(LOCKED, Ordering::SeqCst);
             if was & WAKING == 0 && self.meta.queue.has_waiters() {
                 self.wake_one();
             }
