@@ -262,6 +262,22 @@ fn span(spans: impl Iterator<Item = (Instant, Instant)>) -> Duration {
     }
 }
 
+/// One thread's part of a run: lined up at `start`, runs `body(i)` between two clock reads,
+/// reaches `end`; returns the two readings (see [`span`]).
+fn timed_part<B: PhaseBarrier>(
+    start: &B,
+    end: &B,
+    body: &(dyn Fn(usize) + Sync),
+    i: usize,
+) -> (Instant, Instant) {
+    start.wait();
+    let t0 = Instant::now();
+    body(i);
+    let t1 = Instant::now();
+    end.wait();
+    (t0, t1)
+}
+
 impl Family for Green<'_> {
     type Lock<T: Send> = footprint::sync::Mutex<T>;
     type Barrier = footprint::sync::Barrier;
@@ -277,14 +293,7 @@ impl Family for Green<'_> {
                 let spans: Vec<_> = (0..n)
                     .map(|i| {
                         let (start, end) = (&start, &end);
-                        s.spawn(move || {
-                            start.wait();
-                            let t0 = Instant::now();
-                            body(i);
-                            let t1 = Instant::now();
-                            end.wait();
-                            (t0, t1)
-                        })
+                        s.spawn(move || timed_part(start, end, body, i))
                     })
                     .collect();
                 start.wait();
@@ -313,14 +322,7 @@ impl Family for OsThreads {
             let spans: Vec<_> = (0..n)
                 .map(|i| {
                     let (start, end) = (&start, &end);
-                    s.spawn(move || {
-                        start.wait();
-                        let t0 = Instant::now();
-                        body(i);
-                        let t1 = Instant::now();
-                        end.wait();
-                        (t0, t1)
-                    })
+                    s.spawn(move || timed_part(start, end, body, i))
                 })
                 .collect();
             start.wait();
