@@ -14,28 +14,10 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-fn fib_footprint(n: u32) -> u64 {
-    if n < 2 {
-        return n as u64;
-    }
-    let (a, b) = footprint::join(|| fib_footprint(n - 1), || fib_footprint(n - 2));
-    a + b
-}
+#[path = "common/fib.rs"]
+mod fib;
 
-fn fib_rayon(n: u32) -> u64 {
-    if n < 2 {
-        return n as u64;
-    }
-    let (a, b) = rayon::join(|| fib_rayon(n - 1), || fib_rayon(n - 2));
-    a + b
-}
-
-fn fib_sequential(n: u32) -> u64 {
-    if n < 2 {
-        return n as u64;
-    }
-    fib_sequential(n - 1) + fib_sequential(n - 2)
-}
+use fib::{fib_footprint, fib_rayon, fib_sequential};
 
 const WORKERS: usize = 2;
 

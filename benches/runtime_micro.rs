@@ -9,140 +9,65 @@
 //!   Target: footprint ≤ 60 ns. Peers: `may` (spawn + join from a coroutine) and `std::thread`
 //!   (spawn + join of an OS thread).
 //!
+//! - `*_counters_time`: the same with `Counters::Time` (run time, runs, migrations, steals and
+//!   parked time accounted at every switch); the rows without the suffix use the default
+//!   counters (`Counters::Off`). Target: time-only accounting ≤ +5 ns per switch.
+//!
 //! Runtimes are built once per benchmark, outside the timed loop; `iter_custom` times the loop
 //! inside the green thread so that `block_on`'s own start-up is not measured.
 //!
 //! Run: `cargo bench --bench runtime_micro -- --warm-up-time 1 --measurement-time 3`
 
-use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+#[path = "common/micro.rs"]
+mod micro;
 
-use corosensei::{Coroutine, CoroutineResult};
 use criterion::{criterion_group, criterion_main, Criterion};
 
-/// `may` is configured once per process, before its scheduler starts: one worker, so that its
-/// yield is measured like ours (two coroutines sharing one worker).
-fn configure_may() {
-    may::config().set_workers(1).set_stack_size(0x1000);
-}
-
 fn yield_benches(c: &mut Criterion) {
-    configure_may();
+    micro::configure_may();
     let mut group = c.benchmark_group("yield");
 
-    let rt = footprint::Runtime::builder()
-        .workers(1)
-        .build()
-        .expect("a one-worker runtime");
-    group.bench_function("footprint", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(|| {
-                let started = Arc::new(AtomicBool::new(false));
-                let partner_started = Arc::clone(&started);
-                let partner = footprint::spawn(move || {
-                    partner_started.store(true, Ordering::Release);
-                    for _ in 0..iters {
-                        footprint::yield_now();
-                    }
-                });
-                // Both threads must be in their loops when timing starts.
-                while !started.load(Ordering::Acquire) {
-                    footprint::yield_now();
-                }
-                let start = Instant::now();
-                for _ in 0..iters {
-                    footprint::yield_now();
-                }
-                partner.join().expect("the partner does not panic");
-                start.elapsed() / 2
-            })
-        })
-    });
-
-    group.bench_function("may", |b| {
-        b.iter_custom(|iters| {
-            let timer = may::go!(move || {
-                // may runs a new coroutine only when its worker's local queue is empty, and a
-                // yielding coroutine never leaves it empty: block on a channel until the partner
-                // runs, so that both are in the local queue and alternate.
-                let (started_tx, started_rx) = may::sync::mpsc::channel();
-                let partner = may::go!(move || {
-                    started_tx.send(()).expect("the timer waits for this");
-                    for _ in 0..iters {
-                        may::coroutine::yield_now();
-                    }
-                });
-                started_rx.recv().expect("the partner starts");
-                let start = Instant::now();
-                for _ in 0..iters {
-                    may::coroutine::yield_now();
-                }
-                partner.join().expect("the partner does not panic");
-                start.elapsed() / 2
-            });
-            timer.join().expect("the timing coroutine does not panic")
-        })
-    });
-
+    // The default counters, then time-only accounting at every switch (issue 10 A).
+    for (name, counters) in [
+        ("footprint", footprint::Counters::default()),
+        ("footprint_counters_time", footprint::Counters::Time),
+    ] {
+        let rt = footprint::Runtime::builder()
+            .workers(1)
+            .counters(counters)
+            .build()
+            .expect("a one-worker runtime");
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| micro::footprint_yield(&rt, iters))
+        });
+    }
+    group.bench_function("may", |b| b.iter_custom(micro::may_yield));
     group.bench_function("corosensei_resume_suspend", |b| {
-        let mut co: Coroutine<(), (), ()> = Coroutine::new(|yielder, ()| loop {
-            yielder.suspend(());
-        });
-        b.iter(|| match co.resume(()) {
-            CoroutineResult::Yield(()) => {}
-            CoroutineResult::Return(()) => unreachable!("the coroutine loops forever"),
-        });
-        // The coroutine is dropped suspended: corosensei unwinds its stack.
+        b.iter_custom(micro::corosensei_resume_suspend)
     });
     group.finish();
 }
 
 fn spawn_join_benches(c: &mut Criterion) {
-    configure_may();
+    micro::configure_may();
     let mut group = c.benchmark_group("spawn_join");
 
-    for workers in [1, 2] {
+    for (workers, suffix, counters) in [
+        (1, "", footprint::Counters::default()),
+        (2, "", footprint::Counters::default()),
+        (1, "_counters_time", footprint::Counters::Time),
+    ] {
         let rt = footprint::Runtime::builder()
             .workers(workers)
+            .counters(counters)
             .build()
             .expect("a runtime");
-        group.bench_function(format!("footprint_{workers}w"), |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(|| {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        let h = footprint::spawn(|| black_box(0u64));
-                        black_box(h.join().expect("an empty thread does not panic"));
-                    }
-                    start.elapsed()
-                })
-            })
+        group.bench_function(format!("footprint_{workers}w{suffix}"), |b| {
+            b.iter_custom(|iters| micro::footprint_spawn_join(&rt, iters))
         });
     }
-
-    group.bench_function("may_1w", |b| {
-        b.iter_custom(|iters| {
-            may::go!(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let h = may::go!(|| black_box(0u64));
-                    black_box(h.join().expect("an empty coroutine does not panic"));
-                }
-                start.elapsed()
-            })
-            .join()
-            .expect("the timing coroutine does not panic")
-        })
-    });
-
-    group.bench_function("std_thread", |b| {
-        b.iter(|| {
-            let h = std::thread::spawn(|| black_box(0u64));
-            black_box(h.join().expect("an empty thread does not panic"))
-        })
-    });
+    group.bench_function("may_1w", |b| b.iter_custom(micro::may_spawn_join));
+    group.bench_function("std_thread", |b| b.iter_custom(micro::std_spawn_join));
     group.finish();
 }
 

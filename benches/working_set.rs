@@ -12,6 +12,8 @@
 //! - `footprint_fifo`: oldest woken first (round-robin over all groups: every resume reloads);
 //! - `footprint_virtual_time`: the affinity crate's VirtualTime policy ordering each worker's ready
 //!   heap (004 Table 3.3: the thread this worker ran most recently first, by a per-worker stamp);
+//! - `footprint_virtual_time_counters_time`: the same with `Counters::Time` (run time, runs,
+//!   migrations, steals and parked time accounted at every switch): what accounting costs here;
 //! - `std_threads` (peer): the same program on 1024 OS threads with `std::sync::Barrier`, scheduled
 //!   by the kernel (thread creation included: it is part of using OS threads for this).
 //!
@@ -21,90 +23,15 @@
 //!
 //! Run: `cargo bench --bench working_set -- --warm-up-time 1 --measurement-time 3`
 
-use std::hint::black_box;
-use std::sync::OnceLock;
+#[path = "common/working_set.rs"]
+mod workload;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use footprint::affinity::{Policy, PolicyKind};
-use footprint::runtime::ReadyOrder;
 use footprint::sync::Barrier;
-
-const THREADS: usize = 1024;
-const WORKING_SET_BYTES: usize = 64 << 10;
-const WORDS: usize = WORKING_SET_BYTES / 8;
-const GROUP: usize = 4;
-const ROUNDS: usize = 8;
-const WORKERS: usize = 2;
-
-/// The order in which a sweep visits the 1024 lines of a working set: a fixed pseudo-random
-/// permutation, so that hardware prefetchers cannot hide the misses (as with 004's "snooping").
-fn line_order() -> &'static [u16] {
-    static ORDER: OnceLock<Vec<u16>> = OnceLock::new();
-    ORDER.get_or_init(|| {
-        let lines = WORDS / 8;
-        let mut order: Vec<u16> = (0..lines as u16).collect();
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for i in (1..lines).rev() {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            order.swap(i, (x >> 33) as usize % (i + 1));
-        }
-        order
-    })
-}
-
-/// One pass over a working set: a read-modify-write of the first word of every 64-byte line,
-/// lines in `line_order()`.
-fn sweep(working_set: &mut [u64]) {
-    for &line in line_order() {
-        let word = &mut working_set[line as usize * 8];
-        *word = word.wrapping_add(1);
-    }
-    black_box(working_set);
-}
-
-fn run_footprint(rt: &footprint::Runtime, data: &mut [u64], start: &Barrier, barriers: &[Barrier]) {
-    rt.block_on(|| {
-        footprint::scope(|s| {
-            for (i, working_set) in data.chunks_exact_mut(WORDS).enumerate() {
-                let barrier = &barriers[i / GROUP];
-                s.spawn(move || {
-                    start.wait();
-                    for _ in 0..ROUNDS {
-                        sweep(working_set);
-                        barrier.wait();
-                    }
-                });
-            }
-        })
-    })
-}
-
-fn run_std_threads(data: &mut [u64], start: &std::sync::Barrier, barriers: &[std::sync::Barrier]) {
-    std::thread::scope(|s| {
-        for (i, working_set) in data.chunks_exact_mut(WORDS).enumerate() {
-            let barrier = &barriers[i / GROUP];
-            std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn_scoped(s, move || {
-                    start.wait();
-                    for _ in 0..ROUNDS {
-                        sweep(working_set);
-                        barrier.wait();
-                    }
-                })
-                .expect("starting an OS thread");
-        }
-    })
-}
-
-/// Every word's line was touched once per round by its owner, and nothing else touched it.
-fn check(data: &[u64], runs: u64) {
-    for (i, line) in data.chunks_exact(8).enumerate() {
-        assert_eq!(line[0], runs * ROUNDS as u64, "line {i}");
-    }
-}
+use footprint::Counters;
+use workload::{
+    check, ready_orders, run_footprint, run_std_threads, GROUP, THREADS, WORDS, WORKERS,
+};
 
 fn working_set(c: &mut Criterion) {
     let mut group = c.benchmark_group("working_set_1024x64KiB");
@@ -112,17 +39,18 @@ fn working_set(c: &mut Criterion) {
 
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
-    for (name, order) in [
-        ("footprint_lifo", ReadyOrder::Lifo),
-        ("footprint_fifo", ReadyOrder::Fifo),
-        (
-            "footprint_virtual_time",
-            ReadyOrder::Policy(Policy::new(PolicyKind::VirtualTime)),
-        ),
-    ] {
+    // Every ready order without accounting, then VirtualTime with time accounting at every
+    // switch (issue 10 A): its cost at the scale of a workload.
+    let [.., (_, vt)] = ready_orders();
+    let rows = ready_orders()
+        .into_iter()
+        .map(|(name, order)| (name, order, Counters::Off))
+        .chain([("footprint_virtual_time_counters_time", vt, Counters::Time)]);
+    for (name, order, counters) in rows {
         let rt = footprint::Runtime::builder()
             .workers(WORKERS)
             .ready_order(order)
+            .counters(counters)
             .build()
             .expect("a 2-worker runtime");
         let mut data = vec![0u64; THREADS * WORDS];

@@ -30,6 +30,7 @@ pub use footprint_runtime::{
     yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal, JoinHandle, Runtime,
     Scope, ScopedJoinHandle,
 };
+pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to

@@ -22,7 +22,9 @@
 //! Policies that need miss counts use the [`VirtualTime`] key for a thread whose last run was not
 //! counted (no PMU, or the counter failed): on a machine without counters they order exactly like
 //! virtual time. [`Policy::auto`] picks ReloadTransient when cache misses can be counted and
-//! VirtualTime otherwise, and says which it picked.
+//! VirtualTime otherwise, and says which it picked; [`Policy::auto_for`] decides for a given
+//! [`Topology`] (VirtualTime also when its caches are unknown), from the scheduling simulator's
+//! results (`crates/sim`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,6 +46,7 @@
 //! ```
 
 use crate::ledger::{DomainId, Footprint, Ledger};
+use crate::topology::Topology;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,6 +54,25 @@ use std::sync::Arc;
 /// [`MissSum`] halves a thread's cumulative misses every this many scheduling operations
 /// (stops) of the worker it last ran on.
 pub const MISS_SUM_HALF_LIFE: u64 = 32;
+
+/// [`Policy::auto_for`] picks VirtualTime instead of ReloadTransient when the last-level cache
+/// holds more than this many bytes per CPU (32 MiB): there, working sets stay in it, runs count
+/// (almost) no misses, the model sees (almost) no footprints, every reload-transient key ties
+/// and the ready heap runs first in, first out (the scheduling simulator: 1024 × 64 KiB threads
+/// on 2 CPUs gain 1.08–1.32× with 1–16 MiB of L3 per CPU, lose 8 % with 64 MiB and 19 % with
+/// this development VM's 130 MiB).
+pub const AUTO_MAX_LAST_LEVEL_PER_CPU: u64 = 32 << 20;
+
+/// What [`Policy::auto_for`] knows of the last-level cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CacheInfo {
+    /// No cache in the topology.
+    Unknown,
+    /// Above [`AUTO_MAX_LAST_LEVEL_PER_CPU`].
+    Huge,
+    /// Known, of an ordinary size.
+    Known,
+}
 
 /// Fixed-point scale of [`ReloadTransient`] keys: 256 key units per expected miss.
 pub const RELOAD_KEY_SCALE: f64 = 256.0;
@@ -448,13 +470,70 @@ impl Policy {
     }
 
     /// ReloadTransient when cache misses can be counted (`cache_misses_available`, e.g. from the
-    /// PMU crate's capability probe), VirtualTime otherwise. [`Policy::auto_reason`] and
-    /// `Display` say which was picked and why.
+    /// PMU crate's capability probe), VirtualTime otherwise: [`Policy::auto_for`] on a machine
+    /// whose cache topology is known. [`Policy::auto_reason`] and `Display` say which was
+    /// picked and why. A caller that holds a [`Topology`] (the runtime) should call
+    /// [`Policy::auto_for`] with it, which also covers machines whose caches are unknown.
     pub fn auto(cache_misses_available: bool) -> Policy {
-        let (kind, reason) = if cache_misses_available {
-            (PolicyKind::ReloadTransient, "cache-miss counts available")
-        } else {
+        Policy::decide(cache_misses_available, CacheInfo::Known)
+    }
+
+    /// The policy for a machine of `topology`, decided from the scheduling simulator
+    /// (`crates/sim`; the root README's "Scheduling simulator" section has the decision table and
+    /// the commands):
+    ///
+    /// | miss counts | cache topology | policy | simulated (2–64 CPUs, 1–4 NUMA nodes) |
+    /// | --- | --- | --- | --- |
+    /// | yes | known, at most 32 MiB of last level per CPU | ReloadTransient | best on 004's regular workload at 2–16 and 64 CPUs (up to 1.43× NoAffinity); elsewhere at most 5.4 % behind the best (its counter read and key cost, where the caches hold the working sets) |
+    /// | yes | last level above [`AUTO_MAX_LAST_LEVEL_PER_CPU`] (32 MiB) per CPU | VirtualTime | the working sets stay in it: no misses, no modelled footprints, all reload-transient keys tie and the heap runs FIFO (2 CPUs: 0.81–0.92× NoAffinity where VirtualTime gets 0.99–1.02×) |
+    /// | yes | unknown (no caches in the topology) | VirtualTime | ReloadTransient has no cache domain to place footprints in: its keys *are* VirtualTime's, plus the counter reads |
+    /// | no | any | VirtualTime | miss-based policies order like VirtualTime without counts; VirtualTime beats LIFO when woken threads return to their last worker |
+    ///
+    /// The CPU count and NUMA node count do not change the choice on the simulated machines:
+    /// ReloadTransient's lead shrinks with more CPUs (as the aggregate cache approaches the
+    /// working sets) and what it loses where it does not pay is its switch cost, on every
+    /// topology alike.
+    ///
+    /// ```
+    /// use footprint_affinity::{AffinityPolicy, Policy, PolicyKind, Topology};
+    /// let flat = Topology::flat(vec![0, 1, 2, 3]);
+    /// assert_eq!(Policy::auto_for(&flat, true).kind(), PolicyKind::VirtualTime);
+    /// assert_eq!(Policy::auto_for(&flat, false).kind(), PolicyKind::VirtualTime);
+    /// ```
+    pub fn auto_for(topology: &Topology, cache_misses_available: bool) -> Policy {
+        let caches = match topology.last_level() {
+            None => CacheInfo::Unknown,
+            Some(level) => {
+                let domains = topology.caches().iter().filter(|c| c.level == level);
+                let (bytes, cpus) = domains.fold((0u64, 0usize), |(b, n), c| {
+                    (b.saturating_add(c.size_bytes), n + c.cpus.len())
+                });
+                if bytes / (cpus.max(1) as u64) > AUTO_MAX_LAST_LEVEL_PER_CPU {
+                    CacheInfo::Huge
+                } else {
+                    CacheInfo::Known
+                }
+            }
+        };
+        Policy::decide(cache_misses_available, caches)
+    }
+
+    /// The decision table of [`Policy::auto_for`].
+    fn decide(cache_misses_available: bool, caches: CacheInfo) -> Policy {
+        let (kind, reason) = if !cache_misses_available {
             (PolicyKind::VirtualTime, "no cache-miss counts")
+        } else if caches == CacheInfo::Unknown {
+            (
+                PolicyKind::VirtualTime,
+                "cache-miss counts but no cache topology to place footprints in",
+            )
+        } else if caches == CacheInfo::Huge {
+            (
+                PolicyKind::VirtualTime,
+                "last-level cache too large per CPU for its misses to tell footprints apart",
+            )
+        } else {
+            (PolicyKind::ReloadTransient, "cache-miss counts available")
         };
         Policy {
             auto_reason: Some(reason),
@@ -549,6 +628,53 @@ mod tests {
         assert_eq!(p.auto_reason(), Some("no cache-miss counts"));
         assert!(!PolicyKind::VirtualTime.needs_miss_counts());
         assert!(PolicyKind::MissSum.needs_miss_counts());
+    }
+
+    #[test]
+    fn auto_follows_the_topology_and_the_counters() {
+        let l3 = CacheDomain {
+            level: 3,
+            size_bytes: 1 << 20,
+            line_size: 64,
+            cpus: vec![0, 1],
+        };
+        let cached = Topology::from_parts(vec![0, 1], vec![l3], vec![]);
+        let flat = Topology::flat(vec![0, 1]);
+        let p = Policy::auto_for(&cached, true);
+        assert_eq!(p.kind(), PolicyKind::ReloadTransient);
+        assert_eq!(p.auto_reason(), Some("cache-miss counts available"));
+        assert_eq!(
+            Policy::auto_for(&cached, false).kind(),
+            PolicyKind::VirtualTime
+        );
+        let p = Policy::auto_for(&flat, true);
+        assert_eq!(p.kind(), PolicyKind::VirtualTime);
+        assert!(p.to_string().contains("no cache topology"), "{p}");
+        assert_eq!(
+            Policy::auto_for(&flat, false).kind(),
+            PolicyKind::VirtualTime
+        );
+        // A VM that sees its host's 260 MiB L3 from 2 CPUs.
+        let l3_of = |size_bytes| CacheDomain {
+            level: 3,
+            size_bytes,
+            line_size: 64,
+            cpus: vec![0, 1],
+        };
+        let vm = Topology::from_parts(vec![0, 1], vec![l3_of(260 << 20)], vec![]);
+        let p = Policy::auto_for(&vm, true);
+        assert_eq!(p.kind(), PolicyKind::VirtualTime);
+        assert!(p.to_string().contains("too large per CPU"), "{p}");
+        // Exactly the limit per CPU: still ReloadTransient.
+        let edge = Topology::from_parts(
+            vec![0, 1],
+            vec![l3_of(2 * AUTO_MAX_LAST_LEVEL_PER_CPU)],
+            vec![],
+        );
+        assert_eq!(
+            Policy::auto_for(&edge, true).kind(),
+            PolicyKind::ReloadTransient
+        );
     }
 
     #[test]

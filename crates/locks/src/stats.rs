@@ -17,6 +17,7 @@
 //! assert!(totals.acquisitions >= 1);
 //! ```
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -279,11 +280,41 @@ impl LockTimes {
     }
 }
 
+/// The process-wide side of a contended acquisition: this thread's counters and its wait sink
+/// (see [`set_thread_wait_sink`]). Not inlined, like `with_mine`: thread-locals are read afresh.
+#[inline(never)]
 fn add_process_wait(ns: u64) {
     with_mine(|c, add| {
         add(&c.wait_ns, ns);
         add(&c.contended, 1);
     });
+    if let Some(sink) = WAIT_SINK.with(Cell::get) {
+        sink(ns);
+    }
+}
+
+thread_local! {
+    static WAIT_SINK: Cell<Option<fn(u64)>> = const { Cell::new(None) };
+}
+
+/// Installs `sink` on the calling OS thread: every lock wait that ends on this thread (a contended
+/// acquisition, counted as above) is also reported to it, in nanoseconds. A scheduler uses it to
+/// attribute lock-wait time to the green thread running at that moment (the runtime installs
+/// one on each worker). Returns the sink it replaces; `None` removes it. Called only on the
+/// contended path: an uncontended acquisition costs nothing more.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// static WAITED: AtomicU64 = AtomicU64::new(0);
+/// fn sink(ns: u64) {
+///     WAITED.fetch_add(ns, Ordering::Relaxed);
+/// }
+/// let previous = footprint_locks::stats::set_thread_wait_sink(Some(sink));
+/// assert!(previous.is_none());
+/// footprint_locks::stats::set_thread_wait_sink(previous);
+/// ```
+pub fn set_thread_wait_sink(sink: Option<fn(u64)>) -> Option<fn(u64)> {
+    WAIT_SINK.with(|s| s.replace(sink))
 }
 
 pub(crate) fn add_barrier_wait(ns: u64) {

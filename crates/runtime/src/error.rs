@@ -39,6 +39,12 @@ pub enum Error {
     Spawn(std::io::Error),
     /// Mapping a green-thread stack failed.
     Stack(std::io::Error),
+    /// [`Counters::Hardware`](crate::Counters::Hardware) was asked for and this machine has no
+    /// usable cache-miss counter.
+    NoHardwareCounters {
+        /// Why, from the PMU crate's capability probe.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -69,6 +75,10 @@ impl fmt::Display for Error {
             Error::Stack(e) => write!(
                 f,
                 "mapping a green-thread stack failed ({e}); lower stack_size(..) or the number of live green threads (each stack is one mmap; see vm.max_map_count)"
+            ),
+            Error::NoHardwareCounters { reason } => write!(
+                f,
+                "Counters::Hardware needs a cache-miss counter and this machine has none ({reason}); use Counters::Auto (hardware where present, else time only) or Counters::Time"
             ),
         }
     }

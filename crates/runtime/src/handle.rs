@@ -6,6 +6,7 @@ use crate::local::clear_task_locals;
 use crate::parking::park_current;
 use crate::pool::recycle;
 use crate::spawn::{count_finished, take_own_top};
+use crate::stats::ThreadStats;
 use crate::task::{
     drop_payload, ScopeShared, Task, Waiter, H_DONE, H_HANDLE, H_WAITER, LIFE_DONE, LIFE_RUNNING,
 };
@@ -119,7 +120,8 @@ pub struct JoinHandle<T> {
 
 // SAFETY: the handle only moves the result (T: Send) to the joining thread.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
-// SAFETY: &JoinHandle exposes only `is_finished` and `name`.
+// SAFETY: &JoinHandle exposes only `is_finished`, `name` and `stats` (atomics and a name
+// written before the thread was published).
 unsafe impl<T> Sync for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
@@ -143,6 +145,27 @@ impl<T> JoinHandle<T> {
     /// The name given to the green thread, if any.
     pub fn name(&self) -> Option<Arc<str>> {
         self.task.as_ref().and_then(|t| t.name())
+    }
+
+    /// What the green thread did so far: run time, runs, migrations, steals, parked time and
+    /// misses (see [`ThreadStats`]; zero when [`Counters`](crate::Counters) are off). Final
+    /// once [`JoinHandle::is_finished`] says so; while it runs, the figures may lag by a run.
+    ///
+    /// ```
+    /// use footprint_runtime::{Counters, Runtime};
+    /// let rt = Runtime::builder().workers(1).counters(Counters::Time).build()?;
+    /// let h = rt.spawn(|| footprint_runtime::yield_now());
+    /// while !h.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(h.stats().runs, 2);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn stats(&self) -> ThreadStats {
+        self.task
+            .as_ref()
+            .map(|t| ThreadStats::from_account(&t.acct, 0))
+            .unwrap_or_default()
     }
 }
 

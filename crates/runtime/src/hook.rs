@@ -111,3 +111,14 @@ impl SchedulerHook for GreenHook {
         }
     }
 }
+
+/// The locks' wait sink on every worker (`footprint_locks::stats::set_thread_wait_sink`): adds a
+/// lock wait that ended on this worker to the green thread running there (the one that waited).
+pub(crate) fn lock_wait_sink(ns: u64) {
+    let t = context::current_task_ptr();
+    if !t.is_null() {
+        // SAFETY: the running green thread of this worker is alive while it runs; only it
+        // writes its lock wait (it is the caller).
+        crate::accounting::bump(unsafe { &(*t).acct.lock_wait_ns }, ns);
+    }
+}

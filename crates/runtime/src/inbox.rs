@@ -6,13 +6,15 @@
 
 use crate::job::Job;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Jobs handed to one worker by others (see the module docs).
 pub(crate) struct Inbox {
     pub(crate) queue: Mutex<VecDeque<Job>>,
     pub(crate) len: AtomicUsize,
+    /// Woken threads handed over with `push` (written under the lock).
+    woken: AtomicU64,
 }
 
 impl Inbox {
@@ -20,6 +22,7 @@ impl Inbox {
         Inbox {
             queue: Mutex::new(VecDeque::new()),
             len: AtomicUsize::new(0),
+            woken: AtomicU64::new(0),
         }
     }
 
@@ -27,6 +30,12 @@ impl Inbox {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.push_back(j);
         self.len.store(q.len(), Ordering::Release);
+        crate::accounting::bump(&self.woken, 1);
+    }
+
+    /// Woken threads handed to this inbox so far (`push`; not `push_many`, which spills).
+    pub(crate) fn woken(&self) -> u64 {
+        self.woken.load(Ordering::Relaxed)
     }
 
     pub(crate) fn push_many(&self, js: Vec<Job>) {

@@ -64,8 +64,11 @@
 //! threads to roughly 30,000. Spawned-but-not-started threads hold no stack, so a million
 //! spawned threads are fine as long as they do not all block at once.
 
+mod accounting;
 mod blocking;
+mod clock;
 mod context;
+mod counters;
 mod error;
 mod handle;
 mod hook;
@@ -82,12 +85,14 @@ mod registry;
 mod runtime;
 mod sleep;
 mod spawn;
+mod stats;
 mod sys;
 mod task;
 mod timer;
 mod worker;
 
 pub use blocking::{block_in_place, spawn_blocking};
+pub use counters::{Counters, SourceFactory};
 pub use error::Error;
 pub use handle::JoinHandle;
 pub use introspect::{current_num_threads, current_thread_index, BroadcastContext};
@@ -96,8 +101,9 @@ pub use local::GreenLocal;
 pub use parking::yield_now;
 pub use ready::ReadyOrder;
 pub use runtime::{
-    global, spawn, Builder, GreenBuilder, Runtime, RuntimeStats, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
+    global, spawn, Builder, GreenBuilder, Runtime, DEFAULT_STACK_SIZE, MIN_STACK_SIZE,
 };
+pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 
 /// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.

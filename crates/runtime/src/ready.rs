@@ -10,7 +10,7 @@ use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::task::Task;
 use footprint_affinity::ready::ReadyHeap;
-use footprint_affinity::{AffinityPolicy, Policy, WorkerAffinity};
+use footprint_affinity::{AffinityPolicy, Policy, Topology, WorkerAffinity};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -47,9 +47,10 @@ pub enum ReadyOrder {
     Fifo,
     /// By an affinity policy (`footprint_affinity`, 004 Table 3.3). Each worker keeps a
     /// `WorkerAffinity` and each green thread a `ThreadAffinity`; when a thread stops (yields or
-    /// parks) on a worker the runtime calls `policy.on_stop(thread, None, worker)` (no cache-miss
-    /// counts: the runtime has no per-run PMU sample, so the miss-based policies order like
-    /// `VirtualTime`), and when it becomes ready for a worker it is pushed with
+    /// parks) on a worker the runtime calls `policy.on_stop(thread, misses, worker)` with the
+    /// cache misses of that run when a counter source counts them
+    /// ([`Builder::counters`](crate::Builder::counters); `None` otherwise, and then the
+    /// miss-based policies order like `VirtualTime`), and when it becomes ready for a worker it is pushed with
     /// `policy.key(thread, worker)`, computed for the worker that will run it: by the waker when
     /// that is the same worker, otherwise by the target worker when it takes the thread from its
     /// inbox. Smaller keys run first, FIFO on ties.
@@ -59,8 +60,10 @@ pub enum ReadyOrder {
     /// the most recent, the last enqueued, the one with an intact footprint), which would turn
     /// [`yield_now`] into a no-op and let a yield-spin loop starve the thread it waits for.
     Policy(Policy),
-    /// [`ReadyOrder::Policy`] with `Policy::auto(cache-miss counts available)` (the PMU crate's
-    /// capability probe), resolved when the runtime is built:
+    /// [`ReadyOrder::Policy`] with `Policy::auto_for(topology, misses counted)`: the policy the
+    /// scheduling simulator found best for this machine's caches, given whether the runtime's
+    /// [`Counters`](crate::Counters) count misses (VirtualTime without them), resolved when the
+    /// runtime is built:
     /// [`Runtime::ready_order`](crate::Runtime::ready_order) reports the policy in force and its
     /// `Display` says why it was picked.
     Auto,
@@ -102,12 +105,12 @@ impl ReadyOrder {
         }
     }
 
-    /// `Auto` made concrete with the PMU crate's capability probe; other orders unchanged.
-    pub(crate) fn resolve(self) -> ReadyOrder {
+    /// `Auto` made concrete for this machine (`Policy::auto_for`: the simulator's decision table
+    /// over the topology) and for whether the runtime will count misses per run (its
+    /// [`Counters`](crate::Counters) have a miss source); other orders unchanged.
+    pub(crate) fn resolve(self, topology: &Topology, misses_counted: bool) -> ReadyOrder {
         match self {
-            ReadyOrder::Auto => ReadyOrder::Policy(Policy::auto(
-                footprint_pmu::Capabilities::get().cache_misses_available(),
-            )),
+            ReadyOrder::Auto => ReadyOrder::Policy(Policy::auto_for(topology, misses_counted)),
             other => other,
         }
     }
@@ -184,15 +187,16 @@ impl PolicyReady {
         }
     }
 
-    /// Records that `t` stopped on this worker.
+    /// Records that `t` stopped on this worker after a run with `misses` cache misses (`None`:
+    /// not counted; see [`Counters`](crate::Counters)).
     ///
     /// # Safety
     /// The caller holds `t`'s run reference (it just ran on this worker).
     #[inline(never)]
-    unsafe fn on_stop(&self, t: &Task) {
+    unsafe fn on_stop(&self, t: &Task, misses: Option<u64>) {
         // SAFETY: per the contract the affinity record is ours to write.
         self.policy
-            .on_stop(unsafe { t.affinity_mut() }, None, &self.worker);
+            .on_stop(unsafe { t.affinity_mut() }, misses, &self.worker);
     }
 
     /// A thread that yielded here: recorded, then behind every ready thread.
@@ -200,9 +204,9 @@ impl PolicyReady {
     /// # Safety
     /// As for [`PolicyReady::on_stop`].
     #[inline(never)]
-    unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+    unsafe fn push_yielded(&mut self, t: Arc<Task>, misses: Option<u64>) {
         // SAFETY: per the contract.
-        unsafe { self.on_stop(&t) };
+        unsafe { self.on_stop(&t, misses) };
         self.heap.push(u64::MAX, Job::Task(t));
     }
 
@@ -248,12 +252,12 @@ impl ReadyQueue {
     /// # Safety
     /// The caller holds `t`'s run reference (it just yielded on this worker).
     #[inline]
-    pub(crate) unsafe fn push_yielded(&mut self, t: Arc<Task>) {
+    pub(crate) unsafe fn push_yielded(&mut self, t: Arc<Task>, misses: Option<u64>) {
         match self {
             ReadyQueue::Lifo(q) => q.push_front(Job::Task(t)),
             ReadyQueue::Fifo(q) => q.push_back(Job::Task(t)),
             // SAFETY: per the contract.
-            ReadyQueue::Policy(p) => unsafe { p.push_yielded(t) },
+            ReadyQueue::Policy(p) => unsafe { p.push_yielded(t, misses) },
         }
     }
     /// A thread that parks on this worker (before its park state is published).
@@ -261,10 +265,10 @@ impl ReadyQueue {
     /// # Safety
     /// The caller holds `t`'s run reference.
     #[inline]
-    pub(crate) unsafe fn on_park(&self, t: &Task) {
+    pub(crate) unsafe fn on_park(&self, t: &Task, misses: Option<u64>) {
         if let ReadyQueue::Policy(p) = self {
             // SAFETY: per the contract.
-            unsafe { p.on_stop(t) }
+            unsafe { p.on_stop(t, misses) }
         }
     }
     #[inline]
@@ -423,9 +427,9 @@ mod tests {
         // SAFETY: the tasks are not running; this test is their only user.
         unsafe {
             for t in &tasks[..4] {
-                q.on_park(t);
+                q.on_park(t, None);
             }
-            q.push_yielded(tasks[4].clone());
+            q.push_yielded(tasks[4].clone(), None);
         }
         q.push_woken(Job::Task(tasks[0].clone()));
         q.push_woken(Job::Task(tasks[1].clone()));

@@ -12,6 +12,8 @@
 //! `sleep.rs` (the idle protocol), `pool.rs` (the pools), `context.rs` (the thread-local
 //! context), `spawn.rs`, `park.rs` and `worker.rs` (the worker loop).
 
+use crate::accounting::WorkerAccount;
+use crate::counters::{Resolved, WorkerSource};
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
@@ -53,7 +55,8 @@ pub(crate) struct WorkerShared {
     /// Green threads created / finished by this worker (written by the owner only).
     pub(crate) spawned: CachePadded<AtomicU64>,
     pub(crate) finished: AtomicU64,
-    pub(crate) steals: AtomicU64,
+    // accounting (issue 10 A): this worker's totals, written by its own OS thread only.
+    pub(crate) acct: CachePadded<WorkerAccount>,
 }
 
 impl WorkerShared {
@@ -62,6 +65,7 @@ impl WorkerShared {
         cpu: Option<usize>,
         steal_tiers: Vec<Vec<usize>>,
     ) -> Self {
+        let acct = CachePadded::new(WorkerAccount::new(steal_tiers.len()));
         WorkerShared {
             stealer,
             inbox: Inbox::new(),
@@ -70,7 +74,7 @@ impl WorkerShared {
             steal_tiers,
             spawned: CachePadded::new(AtomicU64::new(0)),
             finished: AtomicU64::new(0),
-            steals: AtomicU64::new(0),
+            acct,
         }
     }
 }
@@ -96,6 +100,9 @@ pub(crate) struct Shared {
     pub(crate) overflows: AtomicU64,
     /// Stacks mapped (fresh) so far.
     pub(crate) stacks_mapped: AtomicU64,
+    // accounting (issue 10 A): what is measured at each switch, and the first counter failure.
+    pub(crate) counters: Resolved,
+    pub(crate) counter_error: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -148,6 +155,15 @@ pub(crate) struct WorkerLocal {
     pub(crate) push_seq: Cell<u64>,
     /// The last switch was a yield: let queued new work go before the ready threads.
     pub(crate) yielded: Cell<bool>,
+    // accounting (issue 10 A): per-thread accounting on (`Shared::counters.timed`), the tick
+    // the current run began at (between runs: the tick the last one ended at), whether that
+    // tick is too old to start the next run with, whether the job about to run was stolen,
+    // the counter source.
+    pub(crate) timed: bool,
+    pub(crate) run_start: Cell<u64>,
+    pub(crate) tick_stale: Cell<bool>,
+    pub(crate) stolen: Cell<bool>,
+    pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
 impl WorkerLocal {
@@ -174,6 +190,11 @@ impl WorkerLocal {
             tick: Cell::new(0),
             push_seq: Cell::new(0),
             yielded: Cell::new(false),
+            timed: shared.counters.timed,
+            run_start: Cell::new(0),
+            tick_stale: Cell::new(true),
+            stolen: Cell::new(false),
+            source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
     }

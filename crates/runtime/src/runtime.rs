@@ -1,11 +1,13 @@
 //! The runtime: its builder, worker threads, `block_on`, `spawn`, the global runtime, shutdown.
 
+use crate::counters::Counters;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::spawn::spawn_raw;
+use crate::stats::RuntimeStats;
 use crate::{context, handle, registry};
 use crossbeam_deque::{Injector, Worker as Deque};
 use crossbeam_utils::CachePadded;
@@ -45,6 +47,7 @@ pub struct Builder {
     pin: bool,
     ready_order: ReadyOrder,
     switch_cost_ns: u64,
+    counters: Counters,
 }
 
 impl Default for Builder {
@@ -57,6 +60,7 @@ impl Default for Builder {
             pin: true,
             ready_order: ReadyOrder::default(),
             switch_cost_ns: 300,
+            counters: Counters::default(),
         }
     }
 }
@@ -115,6 +119,24 @@ impl Builder {
         self
     }
 
+    /// What to measure when a green thread starts and stops running (default
+    /// [`Counters::Off`]): see [`Counters`]. The figures are read with [`Runtime::stats`],
+    /// [`JoinHandle::stats`] and [`crate::current_stats`]; with [`Counters::Hardware`],
+    /// [`Counters::Auto`] on a machine with a PMU, or [`Counters::Source`], each run's cache
+    /// misses also feed the ready order's affinity policy. [`Counters::Hardware`] on a machine
+    /// without usable counters makes `build` fail with [`Error::NoHardwareCounters`].
+    ///
+    /// ```
+    /// use footprint_runtime::{Counters, Runtime};
+    /// let rt = Runtime::builder().workers(2).counters(Counters::Time).build()?;
+    /// assert_eq!(rt.stats().counters, "time only");
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn counters(mut self, counters: Counters) -> Builder {
+        self.counters = counters;
+        self
+    }
+
     /// Starts the workers.
     pub fn build(self) -> Result<Runtime, Error> {
         if self.workers == Some(0) {
@@ -143,12 +165,18 @@ impl Builder {
             None if allowed.is_empty() => vec![0],
             None => allowed.clone(),
         };
+        let counters = self.counters.resolve()?;
+        if counters.timed {
+            crate::clock::init();
+        }
         let n = self.workers.unwrap_or(cpus.len());
         let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
         let topology = Topology::detect();
         let tiers = steal_tiers(&topology, &worker_cpu);
 
-        let ready_order = self.ready_order.resolve();
+        let ready_order = self
+            .ready_order
+            .resolve(&topology, counters.source.is_some());
         let affinity = ready_order.policy().map(|policy| {
             let ledger = Arc::new(Ledger::for_last_level(&topology));
             ready::RuntimeAffinity {
@@ -185,6 +213,8 @@ impl Builder {
             switch_cost_ns: self.switch_cost_ns,
             overflows: AtomicU64::new(0),
             stacks_mapped: AtomicU64::new(0),
+            counters,
+            counter_error: Mutex::new(None),
         });
 
         crate::overflow::install_handler();
@@ -289,6 +319,7 @@ fn worker_main(
     let _ = ready.send(pinned);
     drop(ready);
     let prev_hook = footprint_locks::install_hook(&crate::hook::GREEN_HOOK);
+    let prev_sink = footprint_locks::stats::set_thread_wait_sink(Some(crate::hook::lock_wait_sink));
     let _alt = crate::overflow::AltStack::install();
     let mut local = WorkerLocal::new(index, &shared, deque);
     let self_ptr = &local as *const WorkerLocal;
@@ -296,12 +327,14 @@ fn worker_main(
     // `local` stays in this frame, unmoved, until the loop returns.
     let ctx: *const registry::ThreadCtx = &local.ctx;
     context::set_ctx(ctx);
+    local.open_source();
     local.run_loop();
     // Stale entries (threads their joiners ran inline) still hold task references.
     while let Some(j) = local.deque.pop() {
         drop(j.into_job());
     }
     context::set_ctx(std::ptr::null());
+    footprint_locks::stats::set_thread_wait_sink(prev_sink);
     match prev_hook {
         Some(h) => {
             footprint_locks::install_hook(h);
@@ -336,22 +369,6 @@ impl std::fmt::Debug for Runtime {
             .field("stack_size", &self.shared.stack_size)
             .finish_non_exhaustive()
     }
-}
-
-/// Counters of a runtime (see [`Runtime::stats`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RuntimeStats {
-    /// Green threads created so far (including stolen `join` halves that needed one).
-    pub spawned: u64,
-    /// Green threads finished so far.
-    pub finished: u64,
-    /// Successful steals.
-    pub steals: u64,
-    /// Stacks mapped fresh (not from a pool).
-    pub stacks_mapped: u64,
-    /// Stack overflows caught and reported to joiners.
-    pub overflows: u64,
 }
 
 impl Runtime {
@@ -453,21 +470,13 @@ impl Runtime {
         total
     }
 
-    /// Counters since the runtime started.
+    /// Counters since the runtime started: totals, and per worker runs, parks, steals by
+    /// topology tier, idle time, sleeps, inbox wake-ups, busy time, misses and counter
+    /// failures (see [`RuntimeStats`]; `Display` prints them as a table). The per-worker run,
+    /// park, steal, idle and inbox figures are kept whatever [`Builder::counters`] says; busy
+    /// time and misses need counters on.
     pub fn stats(&self) -> RuntimeStats {
-        let mut s = RuntimeStats {
-            spawned: self.shared.ext_spawned.load(Ordering::Relaxed),
-            finished: self.shared.ext_finished.load(Ordering::Relaxed),
-            steals: 0,
-            stacks_mapped: self.shared.stacks_mapped.load(Ordering::Relaxed),
-            overflows: self.shared.overflows.load(Ordering::Relaxed),
-        };
-        for w in self.shared.workers.iter() {
-            s.spawned += w.spawned.load(Ordering::Relaxed);
-            s.finished += w.finished.load(Ordering::Relaxed);
-            s.steals += w.steals.load(Ordering::Relaxed);
-        }
-        s
+        RuntimeStats::collect(&self.shared)
     }
 
     /// A one-line description of every queue and sleep state, for diagnosing hangs.

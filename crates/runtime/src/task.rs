@@ -8,6 +8,7 @@
 //! when they fit (64 bytes), else in one box; so a spawn from a pooled control block allocates
 //! nothing for small closures.
 
+use crate::accounting::ThreadAccount;
 use corosensei::{Coroutine, Yielder};
 use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
@@ -291,6 +292,10 @@ pub(crate) struct Task {
     /// Boxed on the first stop under a policy and kept with the pooled block, so the default
     /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
     pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
+    // accounting (issue 10 A): run time, runs, migrations, steals, parked time, misses; written
+    // at the switches by the worker holding the run reference (`worker.rs`), read by
+    // `JoinHandle::stats` and `current_stats`. Last, away from the fields the switch reads.
+    pub(crate) acct: ThreadAccount,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -349,6 +354,7 @@ impl Task {
             stack_limit: UnsafeCell::new(0),
             nested: std::cell::Cell::new(0),
             affinity: UnsafeCell::new(None),
+            acct: ThreadAccount::default(),
         }
     }
 
@@ -377,6 +383,7 @@ impl Task {
         self.class.set(PriorityClass::Running);
         self.last_worker.store(worker, Ordering::Relaxed);
         self.nested.set(0);
+        self.acct.reset();
         // SAFETY: exclusive access per the contract; the block is published to other threads
         // only afterwards, through a queue push (Release) or a thread spawn.
         unsafe {

@@ -2,6 +2,9 @@
 //! start deque, then stealing nearest tier first), how it runs a job until it finishes, yields
 //! or parks, and how it goes idle (the sleeper side of the protocol in `sleep.rs`).
 
+use crate::accounting::bump;
+use crate::clock;
+use crate::counters::WorkerSource;
 use crate::job::{Job, RawJob, StackJobRef};
 use crate::pool::recycle;
 use crate::ready::ReadyQueue;
@@ -121,11 +124,11 @@ impl WorkerLocal {
     /// # Safety
     /// The caller holds `task`'s run reference (it just suspended on this worker).
     #[cold]
-    unsafe fn move_to(&self, task: Arc<Task>, w: usize) {
+    unsafe fn move_to(&self, task: Arc<Task>, w: usize, misses: Option<u64>) {
         let shared = self.shared();
         if w == self.index || w >= shared.workers.len() {
             // SAFETY: the caller holds the run reference.
-            unsafe { self.ready().push_yielded(task) };
+            unsafe { self.ready().push_yielded(task, misses) };
             return;
         }
         task.moving.store(true, Ordering::Relaxed);
@@ -141,7 +144,7 @@ impl WorkerLocal {
         if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
-        for tier in &me.steal_tiers {
+        for (ti, tier) in me.steal_tiers.iter().enumerate() {
             let n = tier.len();
             let start = (self.next_rand() as usize) % n;
             for i in 0..n {
@@ -149,7 +152,7 @@ impl WorkerLocal {
                 loop {
                     match v.stealer.steal() {
                         Steal::Success(j) => {
-                            me.steals.fetch_add(1, Ordering::Relaxed);
+                            self.count_steal(me, ti);
                             return Some(j.into_job());
                         }
                         Steal::Retry => continue,
@@ -157,18 +160,28 @@ impl WorkerLocal {
                     }
                 }
                 if let Some(j) = v.inbox.pop_unbound() {
-                    me.steals.fetch_add(1, Ordering::Relaxed);
+                    self.count_steal(me, ti);
                     return Some(j);
                 }
             }
         }
         loop {
             match shared.injector.steal() {
-                Steal::Success(j) => return Some(j.into_job()),
+                Steal::Success(j) => {
+                    bump(&me.acct.injector_takes, 1);
+                    return Some(j.into_job());
+                }
                 Steal::Retry => continue,
                 Steal::Empty => return None,
             }
         }
+    }
+
+    /// Counts a steal from tier `tier` and marks the job about to run as stolen.
+    #[inline]
+    fn count_steal(&self, me: &WorkerShared, tier: usize) {
+        bump(&me.acct.steals_by_tier[tier], 1);
+        self.stolen.set(true);
     }
 
     /// The scheduler loop. Returns when the runtime shuts down and no green thread is left.
@@ -181,6 +194,7 @@ impl WorkerLocal {
                 continue;
             }
             if let Some(j) = self.steal() {
+                self.tick_stale.set(true);
                 if woke {
                     // Wake chain: there may be more work than the publishers' wakes covered.
                     shared.notify_one(self.index);
@@ -205,9 +219,15 @@ impl WorkerLocal {
 
     fn idle(&self) -> Idle {
         let shared = self.shared();
+        let since = clock::ticks();
         shared.idle.fetch_add(1, Ordering::SeqCst);
         let r = self.idle_inner(shared);
         shared.idle.fetch_sub(1, Ordering::SeqCst);
+        let acct = &shared.workers[self.index].acct;
+        let now = clock::ticks();
+        bump(&acct.idle_ticks, now.wrapping_sub(since));
+        self.run_start.set(now);
+        self.tick_stale.set(false);
         r
     }
 
@@ -234,6 +254,7 @@ impl WorkerLocal {
         let found = self.steal();
         let exit = found.is_none() && shared.shutdown.load(Ordering::SeqCst) && shared.live() == 0;
         if found.is_none() && !exit {
+            bump(&me.acct.sleeps, 1);
             while me.sleep.load(Ordering::Acquire) == SLEEPING {
                 sys::futex_wait(&me.sleep, SLEEPING);
             }
@@ -268,6 +289,7 @@ impl WorkerLocal {
             if co.is_none() {
                 if !t.claim() {
                     // Its joiner ran it inline already; this queue entry is stale.
+                    self.stolen.set(false);
                     return;
                 }
                 let size = *t.stack_size.get();
@@ -293,18 +315,25 @@ impl WorkerLocal {
                 }
             }
             debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
+            let me = &self.shared().workers[self.index];
+            bump(&me.acct.runs, 1);
+            if self.timed {
+                self.begin_run(t);
+            }
             t.last_worker.store(self.index, Ordering::Relaxed);
             self.ctx.current.set(t);
             let r = co.as_mut().expect("coroutine present").resume(());
             self.ctx.current.set(ptr::null());
+            let misses = if self.timed { self.end_run(t) } else { None };
             match r {
                 CoroutineResult::Yield(Reason::Yield) => {
-                    self.ready().push_yielded(task);
+                    self.ready().push_yielded(task, misses);
                     self.yielded.set(true);
                 }
-                CoroutineResult::Yield(Reason::Park) => self.finish_park(task),
-                CoroutineResult::Yield(Reason::MoveTo(w)) => self.move_to(task, w),
+                CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
+                CoroutineResult::Yield(Reason::MoveTo(w)) => self.move_to(task, w, misses),
                 CoroutineResult::Return(exit) => {
+                    self.tick_stale.set(true);
                     *t.trap.get() = None;
                     let co = (*t.co.get()).take().expect("coroutine present");
                     let size = *t.stack_size.get();
@@ -328,10 +357,94 @@ impl WorkerLocal {
         }
     }
 
-    fn finish_park(&self, task: Arc<Task>) {
+    /// Accounts the start of a run of `t` (counters on): the run, a migration, a steal, the
+    /// parked time, and the counter source's start reading.
+    ///
+    /// One clock read per switch: a run starts at the tick its worker's previous run ended
+    /// (so the scheduler's pick of the next thread, a few ns, is counted in the run it
+    /// picked), unless the worker did something longer since (finished a thread, stole, went
+    /// idle), which asks for a fresh read (`tick_stale`).
+    #[inline]
+    fn begin_run(&self, t: &Task) {
+        let now = if self.tick_stale.replace(false) {
+            clock::ticks()
+        } else {
+            self.run_start.get()
+        };
+        let moved = t.last_worker.load(Ordering::Relaxed) != self.index;
+        t.acct.begin_run(now, moved, self.stolen.replace(false));
+        // SAFETY: owner-only; no other borrow of the source is live.
+        if let Some(src) = unsafe { &mut *self.source.get() } {
+            if let Err(e) = src.begin() {
+                self.counter_failed(&e);
+            }
+        }
+        self.run_start.set(now);
+    }
+
+    /// Accounts the end of a run of `t`; returns the run's cache misses where counted.
+    #[inline]
+    fn end_run(&self, t: &Task) -> Option<u64> {
+        let now = clock::ticks();
+        let ticks = now.wrapping_sub(self.run_start.get());
+        self.run_start.set(now);
+        // SAFETY: owner-only; no other borrow of the source is live.
+        let misses = match unsafe { &mut *self.source.get() } {
+            None => None,
+            Some(src) => match src.end() {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    self.counter_failed(&e);
+                    None
+                }
+            },
+        };
+        t.acct.end_run(ticks, misses);
+        let acct = &self.shared().workers[self.index].acct;
+        bump(&acct.busy_ticks, ticks);
+        if let Some(m) = misses {
+            bump(&acct.misses, m);
+        }
+        misses
+    }
+
+    /// A counter source failed: count it, keep the first error, and account time only from now
+    /// on (the source is dropped).
+    #[cold]
+    fn counter_failed(&self, e: &dyn std::fmt::Display) {
+        let shared = self.shared();
+        bump(&shared.workers[self.index].acct.counter_failures, 1);
+        let mut first = shared
+            .counter_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert_with(|| format!("worker {}: {e}", self.index));
+        drop(first);
+        // SAFETY: owner-only; called outside any other borrow of the source (the callers'
+        // borrows ended with the failed read).
+        unsafe { *self.source.get() = None };
+    }
+
+    /// Makes this worker's counter source (on its own OS thread), if misses are counted.
+    pub(crate) fn open_source(&self) {
+        let Some(make) = &self.shared().counters.source else {
+            return;
+        };
+        match make(self.index) {
+            // SAFETY: owner-only, before the loop runs.
+            Ok(src) => unsafe { *self.source.get() = Some(WorkerSource::new(src)) },
+            Err(e) => self.counter_failed(&e),
+        }
+    }
+
+    fn finish_park(&self, task: Arc<Task>, misses: Option<u64>) {
+        bump(&self.shared().workers[self.index].acct.parks, 1);
+        if self.timed {
+            task.acct.parked_at(self.run_start.get());
+        }
         // SAFETY: we hold the run reference (it just parked here); the record is written before
         // the park state publishes the thread to unparkers.
-        unsafe { self.ready().on_park(&task) };
+        unsafe { self.ready().on_park(&task, misses) };
         let raw = Arc::into_raw(task);
         // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
         // leaked until an unparker takes it back.

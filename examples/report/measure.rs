@@ -1,0 +1,72 @@
+//! Timing: medians of repeated runs, and per-iteration times with the iteration count calibrated
+//! to a time budget (the same idea as criterion's `iter_custom`, without its statistics).
+
+use std::time::{Duration, Instant};
+
+/// Repeated measurements of one quantity, in nanoseconds.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub values: Vec<f64>,
+}
+
+impl Sample {
+    /// The median (mean of the middle two for an even count); NaN when empty.
+    pub fn median(&self) -> f64 {
+        median(&self.values)
+    }
+}
+
+/// The median of `values`; NaN when empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Runs `f` once to warm up, then `reps` times; each call returns the time to record.
+pub fn repeat(reps: usize, mut f: impl FnMut() -> Duration) -> Sample {
+    f();
+    Sample {
+        values: (0..reps.max(1)).map(|_| f().as_nanos() as f64).collect(),
+    }
+}
+
+/// Like [`repeat`], for runs timed from outside (the whole call).
+pub fn repeat_whole(reps: usize, mut f: impl FnMut()) -> Sample {
+    repeat(reps, || {
+        let t = Instant::now();
+        f();
+        t.elapsed()
+    })
+}
+
+/// Time per iteration of `f(iters)` (which returns the time of `iters` iterations): the count is
+/// calibrated so that one repetition takes about `budget / reps`, then `reps` repetitions.
+pub fn per_iteration(budget: Duration, reps: usize, mut f: impl FnMut(u64) -> Duration) -> Sample {
+    let reps = reps.max(1);
+    let per_rep = budget.as_secs_f64() / reps as f64;
+    let mut iters = 1u64;
+    // Calibration doubles as warm-up: grow until one call takes ≥ 1/8 of a repetition.
+    loop {
+        let t = f(iters).as_secs_f64();
+        if t >= per_rep / 8.0 || iters >= 1 << 40 {
+            let per_iter = t / iters as f64;
+            iters = ((per_rep / per_iter.max(1e-12)) as u64).clamp(1, 1 << 40);
+            break;
+        }
+        iters *= 4;
+    }
+    Sample {
+        values: (0..reps)
+            .map(|_| f(iters).as_nanos() as f64 / iters as f64)
+            .collect(),
+    }
+}
