@@ -94,7 +94,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
 
     #[cold]
     fn lock_slow(&self, scope: ClassScope) -> HeldToken {
-        if W::MODE != WaitMode::Block {
+        // No quick spin where the kernel last reported more runnable threads than CPUs: there the
+        // holder may be waiting for this CPU (informed waiting parks at once, 002).
+        let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
+        if W::MODE != WaitMode::Block && !crowded {
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
                 return self.held(scope);
