@@ -11,8 +11,8 @@
 //! oversubscribed case where waiters park and wake-ups are placed); each does a fixed number of
 //! operations with ≈100 ns of private work (a dependent multiply-add chain) between two
 //! critical sections, as 000's threads "perform some work in between successive locking
-//! operations". One criterion iteration is one whole run of all threads, timed from the moment
-//! all of them are lined up at a start barrier to the moment all reached an end barrier
+//! operations". One criterion iteration is one whole run of all threads, timed from the first
+//! thread's start (each reads the clock itself after a start barrier) to the last thread's end
 //! (`iter_custom`: building the data, spawning and joining are not timed). After each run the
 //! result is checked, so a wrong run fails loudly.
 //!

@@ -195,6 +195,39 @@ impl Fifo for StdFifo {
     }
 }
 
+/// From the first thread's start to the last thread's end. Each thread reads the clock itself
+/// right after the start barrier and before the end barrier: the thread that only coordinates
+/// may be descheduled between the start barrier and its own clock read (on a loaded machine,
+/// or with 8 OS threads on 2 CPUs), which would leave out the start of the run.
+fn span(spans: impl Iterator<Item = (Instant, Instant)>) -> Duration {
+    let (first, last) = spans.fold((None::<Instant>, None::<Instant>), |(a, b), (t0, t1)| {
+        (
+            Some(a.map_or(t0, |a| a.min(t0))),
+            Some(b.map_or(t1, |b| b.max(t1))),
+        )
+    });
+    match (first, last) {
+        (Some(a), Some(b)) => b.saturating_duration_since(a),
+        _ => Duration::ZERO,
+    }
+}
+
+/// One thread's part of a run: lined up at `start`, runs `body(i)` between two clock reads,
+/// reaches `end`; returns the two readings (see [`span`]).
+fn timed_part<B: PhaseBarrier>(
+    start: &B,
+    end: &B,
+    body: &(dyn Fn(usize) + Sync),
+    i: usize,
+) -> (Instant, Instant) {
+    start.wait();
+    let t0 = Instant::now();
+    body(i);
+    let t1 = Instant::now();
+    end.wait();
+    (t0, t1)
+}
+
 impl Family for Green {
     type Lock<T: Send> = footprint::sync::Mutex<T>;
     type Barrier = footprint::sync::Barrier;
@@ -207,18 +240,19 @@ impl Family for Green {
                 footprint::sync::Barrier::new(n + 1),
             );
             footprint::scope(|s| {
-                for i in 0..n {
-                    let (start, end) = (&start, &end);
-                    s.spawn(move || {
-                        start.wait();
-                        body(i);
-                        end.wait();
-                    });
-                }
+                let spans: Vec<_> = (0..n)
+                    .map(|i| {
+                        let (start, end) = (&start, &end);
+                        s.spawn(move || timed_part(start, end, body, i))
+                    })
+                    .collect();
                 start.wait();
-                let t0 = Instant::now();
                 end.wait();
-                t0.elapsed()
+                span(
+                    spans
+                        .into_iter()
+                        .map(|h| h.join().expect("no bench thread panics")),
+                )
             })
         })
     }
@@ -235,18 +269,19 @@ impl Family for OsThreads {
             std::sync::Barrier::new(n + 1),
         );
         std::thread::scope(|s| {
-            for i in 0..n {
-                let (start, end) = (&start, &end);
-                s.spawn(move || {
-                    start.wait();
-                    body(i);
-                    end.wait();
-                });
-            }
+            let spans: Vec<_> = (0..n)
+                .map(|i| {
+                    let (start, end) = (&start, &end);
+                    s.spawn(move || timed_part(start, end, body, i))
+                })
+                .collect();
             start.wait();
-            let t0 = Instant::now();
             end.wait();
-            t0.elapsed()
+            span(
+                spans
+                    .into_iter()
+                    .map(|h| h.join().expect("no bench thread panics")),
+            )
         })
     }
 }

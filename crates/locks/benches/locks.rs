@@ -10,6 +10,9 @@
 //!   (a dedicated 2-core machine; this one is shared with other builds);
 //! - `oversub{4,8}`: 4 or 8 OS threads (more than the CPUs here), ≈100 ns inside and ≈1 µs of
 //!   work outside the critical section (002's lock loop under multiprogramming);
+//! - `bound_read`: the search case of issue 15 — 2 OS threads (what a 2-thread rayon pool runs
+//!   on) each read a shared bound under the lock at every node, with ≈20 ns of node work
+//!   between two reads; time per read;
 //! - `barrier2`: episode latency with 2 threads; `barrier_oversub{4,8}`: episodes with 4 or 8
 //!   threads and ≈1 µs of work per phase.
 //!
@@ -200,6 +203,49 @@ fn oversubscribed(c: &mut Criterion) {
     }
 }
 
+/// A branch-and-bound search reads the best bound found so far under a mutex at every node: a
+/// read of a few nanoseconds, taken tens of millions of times by each thread of the pool, with a
+/// little work per node in between (here ≈20 ns), and a rare update.
+fn bound_loop<L: Lockable>() -> impl Fn(u64) -> Duration {
+    let node_work = (units_per_us() / 50).max(1);
+    move |iters| {
+        let lock = Arc::new(L::new_lock());
+        let l = lock.clone();
+        run_threads(
+            2,
+            iters,
+            Arc::new(move |n| {
+                let mut seen = 0u64;
+                for i in 0..n {
+                    l.with(|bound| {
+                        seen = seen.wrapping_add(*bound);
+                        // One node in 4096 improves the bound.
+                        if i % 4096 == 0 {
+                            *bound += 1;
+                        }
+                    });
+                    work(node_work);
+                }
+                black_box(seen);
+            }),
+        )
+    }
+}
+
+fn bound_read(c: &mut Criterion) {
+    let mut g = c.benchmark_group("bound_read");
+    macro_rules! one {
+        ($name:ident, $ty:ty, $g:ident) => {{
+            let f = bound_loop::<$ty>();
+            $g.bench_function(stringify!($name), |b| b.iter_custom(|n| f(n)));
+        }};
+    }
+    one!(std_mutex, StdMutex, g);
+    one!(parking_lot, parking_lot::Mutex<u64>, g);
+    one!(default_mutex, Mutex<u64>, g);
+    g.finish();
+}
+
 /// Anything that is a barrier.
 trait Waitable: Send + Sync + 'static {
     fn with_n(n: usize) -> Self;
@@ -284,6 +330,6 @@ fn barriers(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = uncontended, contended2, contended2_pinned, oversubscribed, barriers
+    targets = uncontended, contended2, contended2_pinned, oversubscribed, bound_read, barriers
 }
 criterion_main!(benches);

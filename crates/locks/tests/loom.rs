@@ -396,6 +396,27 @@ fn array_door_three<W: WaitPolicy>() {
     });
 }
 
+/// The TTAS lock's barging release and its "wake-up in flight" mark (`WAKING`), with three
+/// threads: two wait behind the main thread (parked at once with `ImmediateBlock`, after the quick
+/// spin with `Informed`), so a release wakes one while the other stays parked; the woken thread may
+/// lose the lock to a barger and park again. Every thread must get in exactly once (mutual
+/// exclusion: no lost update; no lost wake-up: loom reports a deadlock if the mark were left set
+/// with a thread parked and the lock free). One preemption: three threads are costly.
+fn ttas_three<W: WaitPolicy>() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        let lock = Arc::new(RawTtasLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs = spawn_incrementers(2, &lock, &value);
+        increment_under(&*lock, &value);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+        assert!(!lock.is_locked());
+    });
+}
+
 #[test]
 fn array_door_three_block() {
     array_door_three::<ImmediateBlock>();
@@ -587,4 +608,40 @@ fn ttas_fair_unlock() {
         assert_eq!(value.load(Ordering::Relaxed), 2);
         assert!(!lock.is_locked());
     });
+}
+fn ttas_block_three() {
+    ttas_three::<ImmediateBlock>();
+}
+#[test]
+fn ttas_informed_three() {
+    ttas_three::<Informed>();
+}
+
+/// Barging with a wake-up in flight: two threads each take the lock twice, so a releaser takes
+/// it again while the thread it woke has not run yet (that release must not lose the woken
+/// thread's turn for good, nor wake a second time while the first wake-up is in flight).
+fn ttas_barging<W: WaitPolicy>() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let h = thread::spawn(move || {
+            increment_under(&*l, &v);
+            increment_under(&*l, &v);
+        });
+        increment_under(&*lock, &value);
+        increment_under(&*lock, &value);
+        h.join().unwrap();
+        assert_eq!(value.load(Ordering::Relaxed), 4);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn ttas_block_barging() {
+    ttas_barging::<ImmediateBlock>();
+}
+#[test]
+fn ttas_informed_barging() {
+    ttas_barging::<Informed>();
 }

@@ -1,21 +1,50 @@
-//! Test-and-test-and-set lock with exponential backoff.
+//! Test-and-test-and-set lock with a quick spin, informed waiting and a "wake-up in flight" mark.
 
 use super::{impl_raw_mutex, RawLock};
 use crate::hook::PriorityClass;
-use crate::stats::LockTimesSnapshot;
-use crate::sync::{AtomicBool, Ordering};
+use crate::stats::{self, LockTimesSnapshot};
+use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{
-    wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
+    quick_spin, wait_until_woken, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode,
+    WaitPolicy, SAMPLE_EVERY,
 };
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
-/// Test-and-test-and-set lock: waiters read the flag (locally cached) and try the atomic swap
-/// only when it looks free. Not FIFO: a releaser wakes one parked waiter, which competes again.
-/// Its waiters publish `Waiter` (no thread is "next" in a TTAS lock).
+/// The lock is held.
+const LOCKED: u32 = 1;
+/// A releaser woke a parked waiter that has not run since ("waker in flight"): later releases
+/// wake nobody until it has competed again.
+const WAKING: u32 = 2;
+/// A fair unlock left `LOCKED` set for a waiter to take over (`unlock_fair`): the first waiter
+/// that clears this mark owns the lock.
+const HANDOFF: u32 = 4;
+/// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
+/// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
+/// `Waiter` (no thread is "next" in a TTAS lock).
+///
+/// # Protocol
+/// - **Acquire**: one compare-and-swap `0 → LOCKED` on the fast path. On failure, a quick spin
+///   (a few hundred nanoseconds of backoff, no bookkeeping); then informed waiting (publish
+///   `Waiter`, spin or park as the scheduler says, see the crate docs).
+/// - **Release** never hands the lock over: it clears `LOCKED` (one `fetch_sub`, `SeqCst`), and
+///   only if threads are parked *and no wake-up is in flight* it sets `WAKING` and wakes one. A
+///   woken thread clears `WAKING` when it resumes and then competes like any arrival. So a hot
+///   lock costs at most one wake-up (one switch) per "generation" of waiters instead of one per
+///   release, and a releaser whose own loop takes the lock again keeps running, as an OS thread
+///   does with a futex mutex. Mutual exclusion is the `LOCKED` bit alone.
+/// - **No lost wake-up**: a waiter links itself into the queue and re-checks `LOCKED` after a
+///   `SeqCst` fence; a releaser clears `LOCKED` with a `SeqCst` RMW, then reads the queue's count
+///   (the queue's protocol). `WAKING` only suppresses wake-ups while a woken thread is on its
+///   way; that thread clears it before it looks at the lock, and a waker that found nobody to
+///   pop clears it and looks again (`wake_one`). The loom models in `tests/loom.rs` check both.
+#[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
-    locked: AtomicBool,
-    /// Set by a fair unlock that left `locked` set for a waiter to take over.
-    handoff: AtomicBool,
+    state: AtomicU32,
+    /// 0 until a wait went past the quick spin; then the holders' acquisition count (+1), which
+    /// picks the timed holds (one in [`SAMPLE_EVERY`]). Written by holders only, on the word's
+    /// cache line; an uncontended lock reads it and writes nothing.
+    sampled: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -25,8 +54,8 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawTtasLock {
-            locked: AtomicBool::new(false),
-            handoff: AtomicBool::new(false),
+            state: AtomicU32::new(0),
+            sampled: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -36,23 +65,52 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[cfg(loom)]
     pub fn new() -> Self {
         RawTtasLock {
-            locked: AtomicBool::new(false),
-            handoff: AtomicBool::new(false),
+            state: AtomicU32::new(0),
+            sampled: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
     }
 
+    /// Takes the lock if it looks free (test, then test-and-set).
+    #[inline]
+    fn try_acquire(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        s & LOCKED == 0
+            && self
+                .state
+                .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// The guard state of an acquisition (the holder counts it once sampling started).
+    #[inline]
+    fn held(&self, scope: ClassScope) -> HeldToken {
+        let n = self.sampled.load(Ordering::Relaxed);
+        let sample = n != 0 && {
+            self.sampled
+                .store(n.wrapping_add(1).max(1), Ordering::Relaxed);
+            n.is_multiple_of(SAMPLE_EVERY)
+        };
+        scope.into_held_sampled(&self.meta, sample)
+    }
+
     /// Whether the lock looks free, or handed over by a fair unlock.
     #[inline]
     fn may_take(&self) -> bool {
-        !self.locked.load(Ordering::Relaxed) || self.handoff.load(Ordering::Relaxed)
+        let s = self.state.load(Ordering::Relaxed);
+        s & LOCKED == 0 || s & HANDOFF != 0
     }
 
-    /// Takes over a lock handed over by a fair unlock (it stayed locked).
+    /// Takes over a lock handed over by a fair unlock (it stayed locked: clear the mark only).
     #[inline]
     fn took_over(&self) -> bool {
-        self.handoff.load(Ordering::Relaxed) && self.handoff.swap(false, Ordering::Acquire)
+        let s = self.state.load(Ordering::Relaxed);
+        s & HANDOFF != 0
+            && self
+                .state
+                .compare_exchange(s, s & !HANDOFF, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Acquires the lock unless `deadline` passes first (`lock_api::RawMutexTimed`).
@@ -60,13 +118,8 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         let scope = ClassScope::enter::<W>();
         let mut free = true;
         loop {
-            if self.took_over()
-                || self
-                    .locked
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return Some(scope.into_held(&self.meta));
+            if self.took_over() || self.try_acquire() {
+                return Some(self.held(scope));
             }
             if !free {
                 scope.restore();
@@ -83,22 +136,40 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     /// Hands the lock to a parked waiter without unlocking it, if one is parked
-    /// (`lock_api::RawMutexFair`); otherwise an ordinary unlock.
+    /// (`lock_api::RawMutexFair`): `LOCKED` stays set and `HANDOFF` marks it as the next
+    /// owner's; otherwise an ordinary unlock.
     ///
     /// # Safety
     /// As for `RawLock::unlock`.
     pub(super) unsafe fn unlock_fair_token(&self, token: HeldToken) {
         if W::MODE != WaitMode::Spin && self.meta.queue.has_waiters() {
             token.releasing(&self.meta);
-            self.handoff.store(true, Ordering::SeqCst);
-            if self.meta.queue.notify_one() || !self.handoff.swap(false, Ordering::SeqCst) {
-                // A woken (or spinning) waiter takes the lock over.
+            self.state.fetch_or(HANDOFF, Ordering::SeqCst);
+            if self.meta.queue.notify_one() {
+                // The woken waiter takes the lock over (`took_over`).
                 token.released();
                 return;
             }
-            // Nobody was parked after all and nobody took it: release normally.
-            self.locked.swap(false, Ordering::SeqCst);
-            self.meta.queue.notify_one();
+            // Nobody was parked after all: take the mark back unless a spinning waiter took
+            // the lock over meanwhile, and release normally.
+            let s = self.state.load(Ordering::SeqCst);
+            if s & HANDOFF == 0
+                || self
+                    .state
+                    .compare_exchange(
+                        s,
+                        s & !(HANDOFF | LOCKED),
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    )
+                    .is_err()
+            {
+                token.released();
+                return;
+            }
+            if self.meta.queue.has_waiters() {
+                self.wake_one();
+            }
             token.released();
             return;
         }
@@ -108,8 +179,21 @@ impl<W: WaitPolicy> RawTtasLock<W> {
 
     #[cold]
     fn lock_slow(&self, scope: ClassScope) -> HeldToken {
+        // No quick spin where the kernel last reported more runnable threads than CPUs: there the
+        // holder may be waiting for this CPU (informed waiting parks at once, 002).
+        let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
+        if W::MODE != WaitMode::Block && !crowded {
+            if let Some(pauses) = quick_spin(|| self.try_acquire()) {
+                self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
+                return self.held(scope);
+            }
+        }
         scope.publish(PriorityClass::Waiter);
-        self.meta.history.start_sampling();
+        if W::MODE != WaitMode::Spin && self.sampled.load(Ordering::Relaxed) == 0 {
+            // Racy with the holder's count: at worst the count restarts, which only moves
+            // which holds are timed.
+            self.sampled.store(1, Ordering::Relaxed);
+        }
         let mut waited = 0;
         loop {
             let w = WaitFor {
@@ -120,18 +204,35 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 class: PriorityClass::Waiter,
                 cell: None,
             };
-            waited += wait_until::<W>(&w, &mut || self.may_take());
-            if self.took_over()
-                || self
-                    .locked
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
+            waited += wait_until_woken::<W>(&w, &mut || self.may_take(), &|| {
+                // Our wake-up has arrived: let the next release wake someone again.
+                self.state.fetch_and(!WAKING, Ordering::SeqCst);
+            });
+            if self.took_over() || self.try_acquire() {
                 break;
             }
         }
-        self.meta.times.add_wait(waited);
-        scope.into_held(&self.meta)
+        self.meta.times.holder_add_wait(waited);
+        self.held(scope)
+    }
+
+    /// After a release that found parked threads: wakes one unless a wake-up is in flight.
+    #[cold]
+    fn wake_one(&self) {
+        loop {
+            if self.state.fetch_or(WAKING, Ordering::SeqCst) & WAKING != 0 {
+                return; // in flight: that thread will compete (and release in its turn)
+            }
+            if self.meta.queue.notify_one() {
+                return; // the woken thread clears WAKING
+            }
+            // The parked thread left by itself (it saw the lock free). Take the mark back, then
+            // look again: a release that came meanwhile saw the mark and woke nobody.
+            self.state.fetch_and(!WAKING, Ordering::SeqCst);
+            if self.state.load(Ordering::SeqCst) & LOCKED != 0 || !self.meta.queue.has_waiters() {
+                return; // the holder's release (which sees no mark) or nobody needs a wake-up
+            }
+        }
     }
 }
 
@@ -141,17 +242,18 @@ impl<W: WaitPolicy> Default for RawTtasLock<W> {
     }
 }
 
-// SAFETY: the flag is taken with an Acquire CAS and released with a Release (or SeqCst) store.
+// SAFETY: the LOCKED bit is taken with an Acquire CAS that requires it clear, and released with a
+// Release (or SeqCst) RMW or store by the holder only.
 unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
         if self
-            .locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .state
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            return scope.into_held(&self.meta);
+            return self.held(scope);
         }
         self.lock_slow(scope)
     }
@@ -159,20 +261,21 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
-        self.locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| scope.into_held(&self.meta))
+        self.try_acquire().then(|| self.held(scope))
     }
 
     #[inline]
     unsafe fn unlock(&self, token: HeldToken) {
         token.releasing(&self.meta);
         if W::MODE == WaitMode::Spin {
-            self.locked.store(false, Ordering::Release);
+            // Nobody parks: only LOCKED is ever set.
+            self.state.store(0, Ordering::Release);
         } else {
-            self.locked.swap(false, Ordering::SeqCst);
-            self.meta.queue.notify_one();
+            // Clears LOCKED (the holder set it) in one read-modify-write, then looks for waiters.
+            let was = self.state.fetch_sub(LOCKED, Ordering::SeqCst);
+            if was & WAKING == 0 && self.meta.queue.has_waiters() {
+                self.wake_one();
+            }
         }
         token.released();
     }
@@ -183,7 +286,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     }
 
     fn is_locked(&self) -> bool {
-        self.locked.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) & LOCKED != 0
     }
 
     fn times(&self) -> LockTimesSnapshot {

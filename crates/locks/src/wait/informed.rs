@@ -1,0 +1,224 @@
+//! Waiting for a condition under a [`WaitPolicy`]: the quick spin that every contended
+//! acquisition tries first (no clock, no class, no hook), and the informed spin-or-park decision
+//! behind it.
+
+use super::{WaitMode, WaitPolicy, WaitQueue};
+use crate::hook::{current_hook, ClassCell, PriorityClass, SchedulerHook};
+use crate::stats;
+use crate::sync::spin_hint;
+
+/// What a waiter knows about its wait.
+pub(crate) struct WaitFor<'a> {
+    pub(crate) queue: &'a WaitQueue,
+    pub(crate) key: usize,
+    /// Expected wait (Bellosa: mean of the last 8 holds), 0 when unknown.
+    pub(crate) expected_ns: u64,
+    /// OS thread id of the thread being waited for, 0 when unknown.
+    pub(crate) holder_tid: i32,
+    /// Class this waiter publishes while waiting (for hand-off decisions).
+    pub(crate) class: PriorityClass,
+    /// The waiter's class cell (informing mode), read again after each wake-up.
+    pub(crate) cell: Option<&'a ClassCell>,
+}
+
+/// Spin iterations between looks at the scheduler's signals (each iteration is at most
+/// 2^SPIN_BACKOFF_SHIFT pauses).
+const CHECK_EVERY: u32 = if cfg!(loom) { 1 } else { 4 };
+/// Backoff cap (pause instructions per iteration) = 2^MAX_BACKOFF_SHIFT.
+pub(crate) const MAX_BACKOFF_SHIFT: u32 = 6;
+
+/// Rounds of the quick spin: round `r` waits 2^r pause instructions, so the whole spin is
+/// 2^QUICK_ROUNDS - 1 pauses (31: about 1 µs where a pause takes 33 ns, as on this project's
+/// Xeon; a fraction of that on older cores). Under loom: one round.
+const QUICK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 5 };
+
+/// The first thing a contended acquisition does: up to [`QUICK_ROUNDS`] rounds of exponential
+/// backoff, calling `try_acquire()` before each. Nothing else: no clock read, no class
+/// published, no hook call, no shared counter — a critical section of a few hundred
+/// nanoseconds held by a running thread ends within it, and then the waiter paid only for its
+/// pauses (002: the informing bookkeeping is for waits that may need a scheduling decision).
+///
+/// Returns `Some(pauses)` when `try_acquire()` succeeded (`pauses` pause instructions spent),
+/// `None` when the spin ran out.
+#[inline]
+pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
+    let mut pauses = 0;
+    for round in 0..QUICK_ROUNDS {
+        if try_acquire() {
+            return Some(pauses);
+        }
+        for _ in 0..(1u32 << round) {
+            spin_hint();
+        }
+        pauses += 1 << round;
+    }
+    try_acquire().then_some(pauses)
+}
+
+/// Waits until `ready()` under policy `W`; returns the nanoseconds waited (0 when not timed).
+pub(crate) fn wait_until<W: WaitPolicy>(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool) -> u64 {
+    wait_until_woken::<W>(w, ready, &|| {})
+}
+
+/// [`wait_until`], calling `on_woken()` each time a notifier of `w.queue` popped this thread
+/// (before it looks at `ready()` again). A lock that marks a wake-up as in flight clears the
+/// mark there.
+pub(crate) fn wait_until_woken<W: WaitPolicy>(
+    w: &WaitFor<'_>,
+    ready: &mut dyn FnMut() -> bool,
+    on_woken: &dyn Fn(),
+) -> u64 {
+    if ready() {
+        return 0;
+    }
+    let start = stats::now_ns();
+    match W::MODE {
+        WaitMode::Spin => {
+            let mut shift = 0;
+            while !ready() {
+                for _ in 0..(1u32 << shift) {
+                    spin_hint();
+                }
+                shift = (shift + 1).min(MAX_BACKOFF_SHIFT);
+            }
+        }
+        WaitMode::Block => {
+            let hook = current_hook();
+            while !ready() {
+                if w.queue.park_notified(hook, w.key, &mut || !ready()) {
+                    on_woken();
+                }
+            }
+        }
+        WaitMode::Informed => informed_wait(w, ready, on_woken),
+    }
+    stats::now_ns().saturating_sub(start)
+}
+
+fn informed_wait(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool, on_woken: &dyn Fn()) {
+    let hook = current_hook();
+    // Rule: hand the processor to a ready thread of a higher class first.
+    if hook.yield_to_higher(w.class) && ready() {
+        return;
+    }
+    let green = hook.is_green();
+    let half_switch = hook.switch_cost_ns() / 2;
+    // Bellosa's two-phase rule: block at once when the expected wait exceeds half a switch.
+    let long = w.expected_ns > half_switch;
+    loop {
+        // Our class may have changed while we waited (a FIFO lock's next in line is promoted).
+        let next_in_line = w.cell.map_or(w.class, |c| c.get()) == PriorityClass::ImmediateWaiter;
+        let mut park = long;
+        if !park && !green && crate::os::oversubscribed() {
+            if next_in_line {
+                // 002's exception: the thread granted the lock next may use a processor to be
+                // ready for the hand-off. On an oversubscribed machine it stays runnable but
+                // yields the CPU on every poll, so that the holder (or anyone) can run.
+                while !ready() {
+                    crate::sync::os_yield();
+                }
+                return;
+            }
+            // The kernel is the scheduler: more runnable threads than CPUs means a spinner
+            // steals the processor from the holder (or from the thread that arrives next).
+            park = true;
+        }
+        if !park {
+            park = spin_phase(w, hook, green, half_switch.max(1_000), ready);
+            if !park {
+                return;
+            }
+        }
+        if ready() {
+            return;
+        }
+        if w.queue.park_notified(hook, w.key, &mut || !ready()) {
+            on_woken();
+        }
+        if ready() {
+            return;
+        }
+        if hook.yield_to_higher(w.class) && ready() {
+            return;
+        }
+    }
+}
+
+/// Backoff cap of the informed spin (pause instructions per look at the condition): 16, about
+/// 0.5 µs where a pause takes 33 ns, so that a waiter notices a release within that.
+const SPIN_BACKOFF_SHIFT: u32 = 4;
+
+/// Spins with exponential backoff for about `budget_ns` (counted in pause instructions, not
+/// with the clock: a clock read costs as much as a short critical section on some machines);
+/// returns whether the waiter should park instead.
+fn spin_phase(
+    w: &WaitFor<'_>,
+    hook: &dyn SchedulerHook,
+    green: bool,
+    budget_ns: u64,
+    ready: &mut dyn FnMut() -> bool,
+) -> bool {
+    let pause_ps = stats::pauses_to_ns(1000).max(1);
+    let budget = budget_ns * 1000 / pause_ps;
+    let my_ivcsw = if green {
+        0
+    } else {
+        crate::os::my_involuntary_switches()
+    };
+    let mut holder_mark: Option<u64> = None;
+    let mut extensions = 0u32;
+    let mut shift = 0u32;
+    let mut iter = 0u32;
+    let mut spent = 0u64;
+    loop {
+        if ready() {
+            return false;
+        }
+        for _ in 0..(1u32 << shift) {
+            spin_hint();
+        }
+        spent += 1 << shift;
+        shift = (shift + 1).min(SPIN_BACKOFF_SHIFT);
+        iter += 1;
+        if cfg!(loom) {
+            // Deterministic under the model: a short spin, then park.
+            if iter >= 2 {
+                return true;
+            }
+            continue;
+        }
+        if !iter.is_multiple_of(CHECK_EVERY) {
+            continue;
+        }
+        if hook.higher_class_ready(w.class) && hook.yield_to_higher(w.class) {
+            continue;
+        }
+        if spent < budget {
+            continue;
+        }
+        if green {
+            return true;
+        }
+        // OS thread, budget spent: preempted while spinning, or the machine became
+        // oversubscribed → park.
+        if crate::os::oversubscribed() || crate::os::my_involuntary_switches() != my_ivcsw {
+            return true;
+        }
+        // Is the thread we wait for running? Ask the kernel (rarely: once per budget).
+        if w.holder_tid == 0 || extensions >= 8 {
+            return true;
+        }
+        match crate::os::thread_sched_state(w.holder_tid) {
+            Some(s) if s.running => {
+                if holder_mark.is_some_and(|m| m != s.involuntary_switches) {
+                    return true; // preempted meanwhile
+                }
+                // Running and not preempted: a long critical section; spin another budget.
+                holder_mark = Some(s.involuntary_switches);
+                extensions += 1;
+                spent = 0;
+            }
+            _ => return true,
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! How a thread waits: the three waiting policies, the per-object queue of parked threads
+//! ([`queue`]), the hold-time history of Bellosa's two-phase rule, the class bookkeeping of an
+//! acquisition, and the informed spin-or-park decision ([`informed`]).
+
+use crate::hook::{current_hook, ClassCell, PriorityClass};
+use crate::stats::{self, LockTimes};
+use crate::sync::{spin_hint, Ordering};
+use std::ptr;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
+
+mod informed;
+mod queue;
+
+pub(crate) use informed::{quick_spin, wait_until, wait_until_woken, WaitFor, MAX_BACKOFF_SHIFT};
+pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// How a waiting thread waits. Chosen by type: every lock and barrier takes one as a type
+/// parameter (default [`Informed`]).
+pub trait WaitPolicy: sealed::Sealed + Send + Sync + 'static {
+    /// The mode.
+    const MODE: WaitMode;
+}
+
+/// The waiting mode of a [`WaitPolicy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Publishes priority classes and decides between handing off, spinning and parking from
+    /// what the scheduler (the hook) and the kernel tell.
+    Informed,
+    /// Spins with exponential backoff; never parks, publishes nothing (the "active spinning"
+    /// baseline of 002).
+    Spin,
+    /// Parks as soon as it cannot proceed; publishes nothing (the "immediate blocking" baseline).
+    Block,
+}
+
+/// Informed waiting (the default): see the crate docs, "How waiting decides".
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Informed;
+/// Always spin (scheduler-oblivious baseline).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AlwaysSpin;
+/// Block at once (scheduler-oblivious baseline).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImmediateBlock;
+
+impl sealed::Sealed for Informed {}
+impl sealed::Sealed for AlwaysSpin {}
+impl sealed::Sealed for ImmediateBlock {}
+impl WaitPolicy for Informed {
+    const MODE: WaitMode = WaitMode::Informed;
+}
+impl WaitPolicy for AlwaysSpin {
+    const MODE: WaitMode = WaitMode::Spin;
+}
+impl WaitPolicy for ImmediateBlock {
+    const MODE: WaitMode = WaitMode::Block;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bellosa's hold-time history and the per-lock metadata.
+
+/// A holder times one acquisition in this many once the lock has been contended.
+pub(crate) const SAMPLE_EVERY: u32 = 32;
+
+/// The last 8 hold times of one lock (nanoseconds, saturated to u32), for the two-phase rule.
+#[derive(Default)]
+pub(crate) struct HoldHistory {
+    slots: [StdAtomicU32; 8],
+    next: StdAtomicU32,
+    /// Set by the first waiter: from then on the holder samples its hold times.
+    sampling: std::sync::atomic::AtomicBool,
+    /// Acquisitions since sampling started (written by holders only).
+    acquisitions: StdAtomicU32,
+}
+
+impl HoldHistory {
+    pub(crate) fn mean_ns(&self) -> u64 {
+        let sum: u64 = self
+            .slots
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed) as u64)
+            .sum();
+        sum / 8
+    }
+
+    /// Records one hold (called by the holder only).
+    pub(crate) fn record(&self, ns: u64) {
+        let i = self.next.load(Ordering::Relaxed);
+        self.next.store(i.wrapping_add(1), Ordering::Relaxed);
+        self.slots[(i & 7) as usize].store(ns.min(u32::MAX as u64) as u32, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn sampling(&self) -> bool {
+        self.sampling.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn start_sampling(&self) {
+        if !self.sampling.load(Ordering::Relaxed) {
+            self.sampling.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the holder should time this acquisition: every 4th once sampling.
+    #[inline]
+    pub(crate) fn sample_this(&self) -> bool {
+        if !self.sampling() {
+            return false;
+        }
+        // Holder-only counter: time one acquisition in SAMPLE_EVERY (two clock reads cost
+        // 40-150 ns, more than a short critical section: amortised they must not show).
+        let n = self.acquisitions.load(Ordering::Relaxed);
+        self.acquisitions
+            .store(n.wrapping_add(1), Ordering::Relaxed);
+        n.is_multiple_of(SAMPLE_EVERY)
+    }
+}
+
+/// What every lock carries besides its algorithm's words. `repr(C)`, hot fields first: a lock
+/// whose word precedes its meta (the TTAS lock) finds the counters a contended acquisition
+/// updates and the queue's count that every release reads in the first 64 bytes, on the cache
+/// line its word is on; the hold-time history (touched once in `SAMPLE_EVERY` acquisitions)
+/// follows.
+#[repr(C)]
+pub(crate) struct LockMeta {
+    pub(crate) times: LockTimes,
+    pub(crate) queue: WaitQueue,
+    pub(crate) history: HoldHistory,
+    /// OS thread id of the holder (informing locks only; 0 when unknown).
+    pub(crate) holder_tid: std::sync::atomic::AtomicI32,
+}
+
+impl LockMeta {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> LockMeta {
+        LockMeta {
+            queue: WaitQueue::new(),
+            history: HoldHistory {
+                slots: [const { StdAtomicU32::new(0) }; 8],
+                next: StdAtomicU32::new(0),
+                sampling: std::sync::atomic::AtomicBool::new(false),
+                acquisitions: StdAtomicU32::new(0),
+            },
+            times: LockTimes::new(),
+            holder_tid: std::sync::atomic::AtomicI32::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> LockMeta {
+        LockMeta {
+            queue: WaitQueue::new(),
+            history: HoldHistory::default(),
+            times: LockTimes::new(),
+            holder_tid: std::sync::atomic::AtomicI32::new(0),
+        }
+    }
+}
+
+/// Key under which threads wait at a FIFO lock's door while the machine is oversubscribed.
+pub(crate) const CROWD_KEY: usize = usize::MAX - 1;
+
+impl LockMeta {
+    /// The door in front of an informing FIFO lock (a Malthusian cull, after Dice 2017): while
+    /// the kernel reports more runnable threads than CPUs and the lock is held (`crowded()`), an
+    /// arriving OS thread parks here instead of queueing; each release lets one in, and a thread
+    /// that finds the lock free walks through. Without the kernel support of 002, a FIFO queue
+    /// on an oversubscribed machine hands the lock from one preempted waiter to the next (each
+    /// hand-off waits for a time slice: measured here, ≈10⁻⁴ of a pthread mutex's throughput);
+    /// with the door the queue stays empty and the lock behaves like a parking mutex that lets
+    /// running threads in first. FIFO order holds again as soon as the machine is not
+    /// oversubscribed. Returns the nanoseconds spent at the door.
+    #[inline]
+    pub(crate) fn crowd_door<W: WaitPolicy>(&self, crowded: &dyn Fn() -> bool) -> u64 {
+        if W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint() && crowded() {
+            self.crowd_wait(crowded)
+        } else {
+            0
+        }
+    }
+
+    #[cold]
+    fn crowd_wait(&self, crowded: &dyn Fn() -> bool) -> u64 {
+        let hook = current_hook();
+        if hook.is_green() {
+            // Green threads park off their worker anyway; the runtime schedules them.
+            return 0;
+        }
+        let start = stats::now_ns();
+        // A short critical section ends while we look: poll a little (backoff, ≈1 µs) before
+        // paying a park and a wake-up, as a futex mutex does.
+        for shift in 0..10u32 {
+            for _ in 0..(1u32 << shift.min(MAX_BACKOFF_SHIFT)) {
+                spin_hint();
+            }
+            if !crowded() {
+                return stats::now_ns().saturating_sub(start);
+            }
+        }
+        while crowded() && crate::os::oversubscribed() {
+            self.queue.park_once(
+                hook,
+                CROWD_KEY,
+                &mut || crowded() && crate::os::oversubscribed_hint(),
+                None,
+            );
+        }
+        stats::now_ns().saturating_sub(start)
+    }
+
+    /// After a release: lets one thread in from the door (each release admits one, and a thread
+    /// parks at the door only while at least two releases are still to come).
+    #[inline]
+    pub(crate) fn admit_one(&self) {
+        if self.queue.has_waiters() {
+            self.queue.notify(1, &|k| k == CROWD_KEY);
+        }
+    }
+}
+
+/// What a lock acquisition remembers until its release (the `lock_api` guard state): the class
+/// to restore, the class cell to restore it in, and when the hold started.
+pub struct HeldToken {
+    cell: *const ClassCell,
+    saved: PriorityClass,
+    since_ns: u64,
+}
+
+// SAFETY: a shared reference to a token gives no access to anything (its fields are private and
+// only read by `releasing`/`released`, which take it by value or from its owner). It is
+// deliberately not `Send`: the class it restores belongs to the thread that locked.
+unsafe impl Sync for HeldToken {}
+
+impl std::fmt::Debug for HeldToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldToken")
+            .field("saved", &self.saved)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The class bookkeeping of one synchronisation operation (save, publish, restore).
+pub(crate) struct ClassScope {
+    pub(crate) cell: *const ClassCell,
+    pub(crate) saved: PriorityClass,
+}
+
+impl ClassScope {
+    /// Saves the current class (informing mode only; a no-op scope otherwise).
+    #[inline]
+    pub(crate) fn enter<W: WaitPolicy>() -> ClassScope {
+        if W::MODE == WaitMode::Informed {
+            let cell: *const ClassCell = current_hook().class_cell();
+            // SAFETY: the hook contract keeps the cell valid while this thread lives.
+            let saved = unsafe { (*cell).get() };
+            ClassScope { cell, saved }
+        } else {
+            ClassScope {
+                cell: ptr::null(),
+                saved: PriorityClass::Running,
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cell(&self) -> Option<&ClassCell> {
+        // SAFETY: the cell outlives the operation (hook contract); null when not informing.
+        unsafe { self.cell.as_ref() }
+    }
+
+    /// Publishes `class` (informing mode only).
+    #[inline]
+    pub(crate) fn publish(&self, class: PriorityClass) {
+        if let Some(c) = self.cell() {
+            c.set(class);
+        }
+    }
+
+    /// Publishes `Holder` and turns the scope into the guard state of the acquisition.
+    #[inline]
+    pub(crate) fn into_held(self, meta: &LockMeta) -> HeldToken {
+        let sample = meta.history.sample_this();
+        self.into_held_sampled(meta, sample)
+    }
+
+    /// [`into_held`](Self::into_held) for a lock that decides itself whether this hold is timed
+    /// for the hold-time history (`sample`), e.g. from a counter in its lock word.
+    #[inline]
+    pub(crate) fn into_held_sampled(self, meta: &LockMeta, sample: bool) -> HeldToken {
+        self.publish(PriorityClass::Holder);
+        let since_ns = if sample || stats::enabled() {
+            stats::now_ns()
+        } else {
+            0
+        };
+        if since_ns != 0 && !self.cell.is_null() {
+            // Only once the lock has been contended: waiters look at the holder then.
+            meta.holder_tid
+                .store(crate::os::current_tid(), Ordering::Relaxed);
+        }
+        HeldToken {
+            cell: self.cell,
+            saved: self.saved,
+            since_ns,
+        }
+    }
+
+    /// Restores the saved class.
+    #[inline]
+    pub(crate) fn restore(self) {
+        self.publish(self.saved);
+    }
+}
+
+impl HeldToken {
+    /// Bookkeeping of a release, before the algorithm hands the lock on: records the hold time.
+    #[inline]
+    pub(crate) fn releasing(&self, meta: &LockMeta) {
+        if self.since_ns != 0 {
+            let held = stats::now_ns().saturating_sub(self.since_ns);
+            meta.history.record(held);
+            if stats::enabled() {
+                meta.times.add_hold(held);
+            }
+        }
+    }
+
+    /// After the hand-off: restores the class saved at acquisition.
+    #[inline]
+    pub(crate) fn released(self) {
+        // SAFETY: the cell outlives the thread's operations (hook contract); null when not informing.
+        if let Some(c) = unsafe { self.cell.as_ref() } {
+            c.set(self.saved);
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! The queue of parked threads of one lock, barrier or condition variable.
+
+use crate::hook::{SchedulerHook, Unparker};
+use crate::sync::{fence, spin_hint, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::ptr;
+use std::time::Instant;
+
+/// How one park ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Parked {
+    /// A notifier popped the node.
+    Notified,
+    /// The condition was already false after linking.
+    NotBlocked,
+    /// The deadline passed first.
+    TimedOut,
+}
+
+const WAITING: usize = 0;
+const NOTIFIED: usize = 1;
+/// Unlinked by its owner (timeout, condition already false) without a notification.
+const CANCELLED: usize = 2;
+
+/// One parked thread; lives on its stack for as long as it is linked.
+pub(crate) struct WaitNode {
+    key: usize,
+    state: AtomicUsize,
+    unparker: Unparker,
+    next: AtomicPtr<WaitNode>,
+}
+
+impl WaitNode {
+    /// A node for the current thread of `hook`, waiting under `key`.
+    pub(crate) fn new(hook: &dyn SchedulerHook, key: usize) -> WaitNode {
+        WaitNode {
+            key,
+            state: AtomicUsize::new(WAITING),
+            unparker: hook.current_unparker(),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+}
+
+/// A node linked into a [`WaitQueue`] (see [`WaitQueue::enqueue`]). Dropping it unnotified
+/// unlinks the node, so that the queue never points into a dead stack frame.
+pub(crate) struct Enqueued<'a> {
+    queue: &'a WaitQueue,
+    node: &'a WaitNode,
+}
+
+impl Enqueued<'_> {
+    /// Parks until notified, unless `blocked()` is false after the node was linked. Returns
+    /// `false` only when `deadline` passed before a notification.
+    pub(crate) fn park(
+        self,
+        hook: &dyn SchedulerHook,
+        blocked: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.wait(hook, blocked, deadline) != Parked::TimedOut
+    }
+
+    /// Parks until notified, the condition is false after linking, or the deadline passed.
+    fn wait(
+        self,
+        hook: &dyn SchedulerHook,
+        blocked: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> Parked {
+        fence(Ordering::SeqCst);
+        if !blocked() {
+            // A notifier may have popped us meanwhile: then this is its wake-up.
+            return if self.queue.cancel(self.node) {
+                Parked::NotBlocked
+            } else {
+                Parked::Notified
+            };
+        }
+        while self.node.state.load(Ordering::Acquire) == WAITING {
+            match deadline {
+                None => hook.park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d || !hook.park_timeout(d - now) && Instant::now() >= d {
+                        // Timed out, unless a notifier got there first.
+                        return if self.queue.cancel(self.node) {
+                            Parked::TimedOut
+                        } else {
+                            Parked::Notified
+                        };
+                    }
+                }
+            }
+        }
+        Parked::Notified
+    }
+}
+
+impl Drop for Enqueued<'_> {
+    fn drop(&mut self) {
+        // NOTIFIED is final and the notifier no longer touches the node after storing it;
+        // CANCELLED means `wait` unlinked it already.
+        if self.node.state.load(Ordering::Acquire) == WAITING {
+            self.queue.cancel(self.node);
+        }
+    }
+}
+
+/// The threads parked on one lock, barrier or condition variable, each with a key saying what it
+/// waits for (a ticket, a queue-node address, a barrier flag). A tiny internal spin lock guards
+/// the list; it is held only to link, unlink or pop nodes, never across a park or an unpark.
+///
+/// Protocol (no lost wake-up): a waiter links its node and increments `count` with `SeqCst`,
+/// issues a `SeqCst` fence and re-checks its condition before parking; a notifier changes the
+/// condition with a `SeqCst` read-modify-write and then reads `count` with `SeqCst`. Either the
+/// waiter sees the new condition or the notifier sees the waiter.
+#[repr(C)]
+pub(crate) struct WaitQueue {
+    guard: AtomicBool,
+    head: AtomicPtr<WaitNode>,
+    count: AtomicUsize,
+}
+
+// SAFETY: the raw node pointers are only dereferenced under `guard`, and a node stays alive
+// until its owner has unlinked it or observed NOTIFIED (after which nobody touches it).
+unsafe impl Send for WaitQueue {}
+// SAFETY: as above.
+unsafe impl Sync for WaitQueue {}
+
+impl WaitQueue {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> WaitQueue {
+        WaitQueue {
+            guard: AtomicBool::new(false),
+            head: AtomicPtr::new(ptr::null_mut()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> WaitQueue {
+        WaitQueue {
+            guard: AtomicBool::new(false),
+            head: AtomicPtr::new(ptr::null_mut()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether any thread is (about to be) parked. Call after changing the condition with a
+    /// `SeqCst` read-modify-write.
+    ///
+    /// A `SeqCst` RMW followed by a `SeqCst` load cannot both miss a waiter that increments
+    /// `count` (`SeqCst`) and then reads the condition after a `SeqCst` fence (C++20
+    /// [atomics.order]: the fence would have to precede the RMW in the single total order and
+    /// follow it at once). loom models `SeqCst` accesses as acquire/release only and supports
+    /// `SeqCst` fences, so the model build adds the equivalent fence here.
+    #[inline]
+    pub(crate) fn has_waiters(&self) -> bool {
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        self.count.load(Ordering::SeqCst) != 0
+    }
+
+    fn lock_list(&self) {
+        while self
+            .guard
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            while self.guard.load(Ordering::Relaxed) {
+                spin_hint();
+            }
+        }
+    }
+
+    fn unlock_list(&self) {
+        self.guard.store(false, Ordering::Release);
+    }
+
+    /// Parks the current thread under `key` until notified, unless `blocked()` turns false
+    /// first. Returns `false` only when `deadline` passed before a notification.
+    pub(crate) fn park_once(
+        &self,
+        hook: &dyn SchedulerHook,
+        key: usize,
+        blocked: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.park(hook, key, blocked, deadline) != Parked::TimedOut
+    }
+
+    /// Like [`park_once`](Self::park_once) without a deadline; returns whether a notifier
+    /// popped this thread (`false`: `blocked()` was already false after linking). A lock whose
+    /// notifiers mark a wake-up as "in flight" needs to know.
+    pub(crate) fn park_notified(
+        &self,
+        hook: &dyn SchedulerHook,
+        key: usize,
+        blocked: &mut dyn FnMut() -> bool,
+    ) -> bool {
+        self.park(hook, key, blocked, None) == Parked::Notified
+    }
+
+    fn park(
+        &self,
+        hook: &dyn SchedulerHook,
+        key: usize,
+        blocked: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> Parked {
+        let node = WaitNode::new(hook, key);
+        self.enqueue(&node).wait(hook, blocked, deadline)
+    }
+
+    /// Links `node`: from now on a notifier sees it (and counts it). Used directly by waiters
+    /// that must be queued before they release something (a condition variable's mutex);
+    /// the returned handle parks, and unlinks the node if it is dropped unnotified.
+    pub(crate) fn enqueue<'a>(&'a self, node: &'a WaitNode) -> Enqueued<'a> {
+        let me = node as *const WaitNode as *mut WaitNode;
+        self.lock_list();
+        node.next
+            .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.head.store(me, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.unlock_list();
+        Enqueued { queue: self, node }
+    }
+
+    /// Unlinks `node` if it is still linked; returns whether it was (i.e. not notified).
+    fn cancel(&self, node: &WaitNode) -> bool {
+        self.lock_list();
+        let linked = node.state.load(Ordering::Relaxed) == WAITING;
+        if linked {
+            let target = node as *const WaitNode as *mut WaitNode;
+            let mut link: &AtomicPtr<WaitNode> = &self.head;
+            loop {
+                let cur = link.load(Ordering::Relaxed);
+                debug_assert!(!cur.is_null(), "a WAITING node is linked");
+                if cur.is_null() {
+                    break;
+                }
+                if cur == target {
+                    link.store(node.next.load(Ordering::Relaxed), Ordering::Relaxed);
+                    node.state.store(CANCELLED, Ordering::Relaxed);
+                    self.count.fetch_sub(1, Ordering::SeqCst);
+                    break;
+                }
+                // SAFETY: linked nodes are alive while the list guard is held.
+                link = unsafe { &(*cur).next };
+            }
+        }
+        self.unlock_list();
+        linked
+    }
+
+    /// Wakes up to `max` threads whose key satisfies `matches`; returns how many.
+    pub(crate) fn notify(&self, max: usize, matches: &dyn Fn(usize) -> bool) -> usize {
+        let mut woken = 0;
+        while woken < max {
+            // Pop a batch under the guard, unpark outside it.
+            let mut batch: [Option<Unparker>; 8] = Default::default();
+            let mut n = 0;
+            self.lock_list();
+            let mut link: &AtomicPtr<WaitNode> = &self.head;
+            loop {
+                let cur = link.load(Ordering::Relaxed);
+                if cur.is_null() || n == batch.len() || woken + n == max {
+                    break;
+                }
+                // SAFETY: linked nodes are alive while the list guard is held.
+                let node = unsafe { &*cur };
+                if matches(node.key) {
+                    link.store(node.next.load(Ordering::Relaxed), Ordering::Relaxed);
+                    self.count.fetch_sub(1, Ordering::SeqCst);
+                    batch[n] = Some(node.unparker.clone());
+                    n += 1;
+                    // After this store the owner may return and free the node.
+                    node.state.store(NOTIFIED, Ordering::Release);
+                } else {
+                    link = &node.next;
+                }
+            }
+            let more = !self.head.load(Ordering::Relaxed).is_null();
+            self.unlock_list();
+            let placement = crate::placement::wake_placement();
+            for u in batch.iter().take(n).flatten() {
+                u.unpark(placement);
+            }
+            woken += n;
+            if n < batch.len() || !more {
+                break;
+            }
+        }
+        woken
+    }
+
+    /// Wakes every thread parked under `key`.
+    #[inline]
+    pub(crate) fn notify_key(&self, key: usize) {
+        if self.has_waiters() {
+            self.notify(usize::MAX, &|k| k == key);
+        }
+    }
+
+    /// Wakes every thread parked under `key` or `also` (the new holder and the new next-in-line
+    /// of a FIFO lock, in one pass).
+    #[inline]
+    pub(crate) fn notify_keys(&self, key: usize, also: usize) {
+        if self.has_waiters() {
+            self.notify(usize::MAX, &|k| k == key || k == also);
+        }
+    }
+
+    /// Wakes every parked thread.
+    #[inline]
+    pub(crate) fn notify_all(&self) {
+        if self.has_waiters() {
+            self.notify(usize::MAX, &|_| true);
+        }
+    }
+
+    /// Wakes one parked thread, if any.
+    #[inline]
+    pub(crate) fn notify_one(&self) -> bool {
+        self.has_waiters() && self.notify(1, &|_| true) == 1
+    }
+}
