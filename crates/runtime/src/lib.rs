@@ -88,6 +88,7 @@ mod spawn;
 mod stats;
 mod sys;
 mod task;
+mod timed_sleep;
 mod timer;
 mod worker;
 
@@ -105,6 +106,7 @@ pub use runtime::{
 };
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
+pub use timed_sleep::{sleep, sleep_until};
 
 /// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.
 pub mod park {
