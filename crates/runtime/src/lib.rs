@@ -83,6 +83,7 @@ mod pool;
 mod ready;
 mod registry;
 mod runtime;
+mod shutdown;
 mod sleep;
 mod spawn;
 mod stats;

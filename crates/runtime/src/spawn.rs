@@ -29,9 +29,10 @@ where
     let c = ctx_ptr();
     let stack_size = stack_size.unwrap_or(shared.stack_size);
     let rt: *const () = ptr::from_ref(shared).cast();
+    let named = name.clone();
     // SAFETY: context pointers are alive while non-null; the worker's pools and deque are used
     // only from its own OS thread, which is the caller.
-    unsafe {
+    let t = unsafe {
         if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
             let w = &*(*c).worker;
             let t = w.take_task();
@@ -54,7 +55,11 @@ where
             shared.notify_one(0);
             t
         }
+    };
+    if let Some(n) = named {
+        shared.named_live(|m| m.insert(Arc::as_ptr(&t) as usize, n));
     }
+    t
 }
 
 /// Pushes the stealable half of a `join` on worker `w`'s start deque; returns `w`'s index.
@@ -165,6 +170,10 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
 pub(crate) fn count_finished(t: &Task) {
     // SAFETY: the task is unfinished until this call, so its runtime is alive.
     let shared = unsafe { &*t.runtime() };
+    // SAFETY: the name is written before the task is published and not changed while it runs.
+    if unsafe { (*t.name.get()).is_some() } {
+        shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
+    }
     let c = ctx_ptr();
     // SAFETY: as above for the context.
     unsafe {
