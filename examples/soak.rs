@@ -16,9 +16,9 @@
 //! `fn op_name(rng: &mut Rng, rt: &Runtime)` that asserts its invariant, and one row.
 
 use footprint::sync::{
-    ArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier, Condvar,
-    DisseminationBarrier, McsMutex, Mutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex,
-    TicketMutex, TreeBarrier, TtasMutex,
+    ArrayMutex, BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier,
+    Condvar, DisseminationBarrier, McsMutex, Mutex, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex,
+    SpinTtasMutex, TicketMutex, TreeBarrier, TtasMutex,
 };
 use footprint::{GreenBuilder, GreenLocal, Runtime};
 use std::panic::AssertUnwindSafe;
@@ -129,7 +129,7 @@ macro_rules! hammer {
 fn op_locks(rng: &mut Rng, rt: &Runtime) {
     let t = rng.range(1, 16);
     let i = rng.range(1, 500);
-    match rng.range(0, 11) {
+    match rng.range(0, 12) {
         0 => hammer!(Mutex, rt, t, i),
         1 => hammer!(TtasMutex, rt, t, i),
         2 => hammer!(TicketMutex, rt, t, i),
@@ -141,7 +141,8 @@ fn op_locks(rng: &mut Rng, rt: &Runtime) {
         8 => hammer!(BlockTtasMutex, rt, t, i),
         9 => hammer!(BlockTicketMutex, rt, t, i),
         10 => hammer!(BlockMcsMutex, rt, t, i),
-        _ => hammer!(TtasMutex, rt, t, i),
+        11 => hammer!(SpinArrayMutex, rt, t, i),
+        _ => hammer!(BlockArrayMutex, rt, t, i),
     }
 }
 
