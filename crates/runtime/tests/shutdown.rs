@@ -100,3 +100,71 @@ fn named_parked_threads_are_counted() {
         assert_eq!(rt.shutdown_timeout(Duration::from_millis(10)), 1);
     });
 }
+
+/// The child half of `drop_names_what_it_waits_for` (does nothing unless the parent runs it):
+/// drops a runtime whose named green thread stays parked until a line arrives on stdin.
+#[test]
+fn drop_warning_child() {
+    if std::env::var_os("FOOTPRINT_DROP_WARNING_CHILD").is_none() {
+        return;
+    }
+    let rt = rt(1);
+    let (tx, rx) = mpsc::channel();
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    rt.block_on(|| {
+        GreenBuilder::new()
+            .name("waits-for-stdin")
+            .spawn(move || {
+                tx.send(park::current_unparker()).unwrap();
+                while !d.load(Ordering::SeqCst) {
+                    park::park();
+                }
+            })
+            .unwrap();
+    });
+    let u: Unparker = rx.recv().unwrap();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).unwrap();
+        done.store(true, Ordering::SeqCst);
+        u.unpark(Placement::Anywhere);
+    });
+    drop(rt); // waits; after 3 s it names the thread on stderr; the parent then writes a line
+}
+
+#[test]
+fn drop_names_what_it_waits_for() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    with_watchdog(120, "drop warning", || {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "drop_warning_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("FOOTPRINT_DROP_WARNING_CHILD", "1")
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut warned = None;
+        for line in stderr.lines() {
+            let line = line.unwrap();
+            if line.contains("dropping the runtime has waited") {
+                warned = Some(line);
+                break;
+            }
+        }
+        let line = warned.expect("the drop never printed its warning");
+        assert!(line.contains("for 1 unfinished green thread"), "{line}");
+        assert!(line.contains("waits-for-stdin"), "{line}");
+        // Let the parked thread finish: the drop then returns and the child passes.
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        assert!(child.wait().unwrap().success());
+    });
+}
