@@ -29,13 +29,19 @@ where
     let c = ctx_ptr();
     let stack_size = stack_size.unwrap_or(shared.stack_size);
     let rt: *const () = ptr::from_ref(shared).cast();
-    let named = name.clone();
+    // Registered before the task is published, so that its finish always finds the entry.
+    let register = |t: &Arc<Task>| {
+        if let Some(n) = name.clone() {
+            shared.named_live(|m| m.insert(Arc::as_ptr(t) as usize, n));
+        }
+    };
     // SAFETY: context pointers are alive while non-null; the worker's pools and deque are used
     // only from its own OS thread, which is the caller.
-    let t = unsafe {
+    unsafe {
         if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
             let w = &*(*c).worker;
             let t = w.take_task();
+            register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
@@ -49,17 +55,14 @@ where
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
                 .unwrap_or_else(|| Arc::new(Task::new()));
+            register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             shared.injector.push(RawJob::task(t.clone()));
             shared.notify_one(0);
             t
         }
-    };
-    if let Some(n) = named {
-        shared.named_live(|m| m.insert(Arc::as_ptr(&t) as usize, n));
     }
-    t
 }
 
 /// Pushes the stealable half of a `join` on worker `w`'s start deque; returns `w`'s index.
