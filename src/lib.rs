@@ -29,9 +29,9 @@ pub mod par;
 pub mod mpi;
 
 pub use footprint_runtime::{
-    block_in_place, current_num_threads, current_thread_index, join, scope, spawn, spawn_blocking,
-    yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal, JoinHandle, Runtime,
-    Scope, ScopedJoinHandle,
+    block_in_place, current_num_threads, current_thread_index, join, scope, sleep, sleep_until,
+    spawn, spawn_blocking, yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal,
+    JoinHandle, Runtime, Scope, ScopedJoinHandle,
 };
 pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
 // placement (issue 10 B): hints, explicit moves and what the placement rules did.

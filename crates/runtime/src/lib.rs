@@ -88,12 +88,14 @@ mod pool;
 mod ready;
 mod registry;
 mod runtime;
+mod shutdown;
 mod sleep;
 mod spawn;
 mod stack;
 mod stats;
 mod sys;
 mod task;
+mod timed_sleep;
 mod timer;
 mod worker;
 
@@ -113,6 +115,7 @@ pub use runtime::{current_runtime_id, global, spawn, Builder, GreenBuilder, Runt
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
+pub use timed_sleep::{sleep, sleep_until};
 
 /// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.
 pub mod park {

@@ -22,9 +22,10 @@ use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
+use std::collections::HashMap;
 use std::ptr;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 impl Task {
     /// The runtime this green thread belongs to (null before its first `init`).
@@ -113,6 +114,15 @@ pub(crate) struct Shared {
     pub(crate) placement: crate::placement::state::PlacementState,
     /// This runtime's process-unique number (see [`next_runtime_id`]).
     pub(crate) id: u64,
+    /// Set by `Runtime::shutdown_timeout` when it gives up: idle workers exit with green threads
+    /// still live, and leave them (and this state) leaked.
+    pub(crate) abandoned: AtomicBool,
+    /// Workers whose loop has returned, and its condition variable (shutdown waits on it).
+    pub(crate) exited: Mutex<usize>,
+    pub(crate) exited_cv: Condvar,
+    /// Live green threads that have a name (`GreenBuilder::name`), by control block address: the
+    /// names `Runtime::drop` reports when it waits long.
+    pub(crate) named: Mutex<HashMap<usize, Arc<str>>>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the
@@ -123,6 +133,17 @@ pub(crate) fn next_runtime_id() -> u64 {
 }
 
 impl Shared {
+    /// Runs `f` on the named-live-threads map.
+    pub(crate) fn named_live<R>(&self, f: impl FnOnce(&mut HashMap<usize, Arc<str>>) -> R) -> R {
+        f(&mut self.named.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether an idle worker may stop: shut down, and nothing live (or the live ones abandoned).
+    pub(crate) fn may_exit(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+            && (self.abandoned.load(Ordering::SeqCst) || self.live() == 0)
+    }
+
     /// Green threads created and not finished. Exact once no new ones can be created.
     pub(crate) fn live(&self) -> u64 {
         let mut fin = self.ext_finished.load(Ordering::SeqCst);

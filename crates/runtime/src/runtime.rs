@@ -15,9 +15,10 @@ use crate::{context, handle, registry};
 use crossbeam_deque::{Injector, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use footprint_affinity::{Ledger, Topology, WorkerAffinity};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -284,6 +285,10 @@ impl Builder {
                     .map(|c| ShuffleState::new(c, &topology, &worker_cpu)),
             ),
             id: crate::registry::next_runtime_id(),
+            abandoned: AtomicBool::new(false),
+            exited: Mutex::new(0),
+            exited_cv: Condvar::new(),
+            named: Mutex::new(HashMap::new()),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -401,8 +406,10 @@ fn worker_main(
     context::set_ctx(ctx);
     local.open_source();
     local.run_loop();
-    // Stale entries (threads their joiners ran inline) still hold task references.
-    while let Some(j) = local.deque.pop() {
+    let abandoned = shared.abandoned.load(Ordering::SeqCst);
+    // Stale entries (threads their joiners ran inline) still hold task references. Abandoned
+    // (`shutdown_timeout`): queued green threads are never resumed, so nothing is dropped.
+    while let Some(j) = local.deque.pop().filter(|_| !abandoned) {
         drop(j.into_job());
     }
     context::set_ctx(std::ptr::null());
@@ -415,7 +422,13 @@ fn worker_main(
             footprint_locks::uninstall_hook();
         }
     }
-    drop(local);
+    if abandoned {
+        std::mem::forget(local);
+    } else {
+        drop(local);
+    }
+    *shared.exited.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    shared.exited_cv.notify_all();
     drop(shared);
 }
 
@@ -424,11 +437,13 @@ fn worker_main(
 /// Dropping it waits until every green thread of the runtime has finished — detached ones
 /// included — and then stops the workers; pooled stacks and control blocks are freed. A detached
 /// green thread that never finishes (or stays parked forever) therefore makes the drop wait
-/// forever. Dropping a runtime from one of its own green threads cannot wait for itself: the
+/// forever; after a few seconds of waiting it says on stderr how many green threads it waits for
+/// and the names of the named ones. [`Runtime::shutdown_timeout`] gives up after a timeout
+/// instead. Dropping a runtime from one of its own green threads cannot wait for itself: the
 /// workers are then told to stop once the runtime is idle, and the drop returns at once.
 pub struct Runtime {
-    shared: Arc<Shared>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) threads: Vec<std::thread::JoinHandle<()>>,
     topology: Topology,
     worker_cpu: Vec<usize>,
 }
@@ -606,24 +621,6 @@ impl Runtime {
 
     pub(crate) fn shared_ptr(&self) -> *const Shared {
         Arc::as_ptr(&self.shared)
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(s) = &self.shared.placement.shuffle {
-            s.stop();
-        }
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        self.shared.notify_all();
-        if context::current_shared() == Arc::as_ptr(&self.shared) {
-            // Called from inside: the workers stop by themselves once the runtime is idle.
-            self.threads.clear();
-            return;
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
     }
 }
 

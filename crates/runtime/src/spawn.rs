@@ -34,12 +34,19 @@ where
     let c = ctx_ptr();
     let stack_size = stack_size.unwrap_or(shared.stack_size);
     let rt: *const () = ptr::from_ref(shared).cast();
+    // Registered before the task is published, so that its finish always finds the entry.
+    let register = |t: &Arc<Task>| {
+        if let Some(n) = name.clone() {
+            shared.named_live(|m| m.insert(Arc::as_ptr(t) as usize, n));
+        }
+    };
     // SAFETY: context pointers are alive while non-null; the worker's pools and deque are used
     // only from its own OS thread, which is the caller.
     unsafe {
         if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
             let w = &*(*c).worker;
             let t = w.take_task();
+            register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
@@ -61,6 +68,7 @@ where
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
                 .unwrap_or_else(|| Arc::new(Task::new()));
+            register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             match hints {
@@ -190,6 +198,10 @@ pub(crate) fn count_finished(t: &Task) {
     // SAFETY: the caller holds the run reference of the finished thread.
     if unsafe { (*t.hints.get()).is_some() } {
         unsafe { placement::on_finish(shared, t) };
+    }
+    // SAFETY: the name is written before the task is published and not changed while it runs.
+    if unsafe { (*t.name.get()).is_some() } {
+        shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
     }
     let c = ctx_ptr();
     // SAFETY: as above for the context.

@@ -225,7 +225,7 @@ impl WorkerLocal {
             if let Some(j) = self.steal() {
                 return Idle::Found(j);
             }
-            if shared.shutdown.load(Ordering::Acquire) && shared.live() == 0 {
+            if shared.may_exit() {
                 return Idle::Exit;
             }
             for _ in 0..(1u32 << (round / 8).min(6)) {
@@ -241,7 +241,7 @@ impl WorkerLocal {
         shared.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let found = self.steal();
-        let exit = found.is_none() && shared.shutdown.load(Ordering::SeqCst) && shared.live() == 0;
+        let exit = found.is_none() && shared.may_exit();
         if found.is_none() && !exit {
             bump(&me.acct.sleeps, 1);
             while me.sleep.load(Ordering::Acquire) == SLEEPING {

@@ -1,0 +1,521 @@
+//! Seeded chaos soak over footprint's public API.
+//!
+//! ```text
+//! cargo run --release --example soak -- --seconds 60 --seed 42
+//! ```
+//!
+//! Each round picks a runtime shape (1–5 workers, sometimes a fresh runtime, built and dropped)
+//! and a random operation — join trees, scopes with borrows, every lock algorithm, every barrier,
+//! a condvar queue, detached spawns, dropped handles, panics, `GreenLocal`, `block_in_place`,
+//! `sleep` — and checks its exact invariant (counts, sums, leader counts, panics reaching the
+//! joiner). At the end the OS-thread count and the resident memory must be back at the baseline.
+//! A failure prints the seed and the round and exits non-zero; a watchdog turns a round that
+//! makes no progress for 60 s into a failure with the runtime's `debug_state()`.
+//!
+//! New APIs (channels, `RwLock`, `OnceLock` when they land) go in `OPS` below: add a function
+//! `fn op_name(rng: &mut Rng, rt: &Runtime)` that asserts its invariant, and one row.
+
+use footprint::sync::{
+    ArrayMutex, BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier,
+    Condvar, DisseminationBarrier, McsMutex, Mutex, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex,
+    SpinTtasMutex, TicketMutex, TreeBarrier, TtasMutex,
+};
+use footprint::{GreenBuilder, GreenLocal, Runtime};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+/// splitmix64: a small seeded generator (the soak must replay from its seed).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+type Op = fn(&mut Rng, &Runtime);
+
+/// Every operation a round may run: its name (printed on failure) and its function.
+const OPS: &[(&str, Op)] = &[
+    ("join_tree", op_join_tree),
+    ("scope_borrows", op_scope_borrows),
+    ("locks", op_locks),
+    ("barriers", op_barriers),
+    ("condvar_queue", op_condvar_queue),
+    ("detached_spawns", op_detached_spawns),
+    ("dropped_handles", op_dropped_handles),
+    ("panics", op_panics),
+    ("green_local", op_green_local),
+    ("block_in_place", op_block_in_place),
+    ("sleep", op_sleep),
+    // Add channels / RwLock / OnceLock here when they are on main.
+];
+
+fn tree_sum(lo: u64, hi: u64) -> u64 {
+    if hi - lo <= 8 {
+        return (lo..hi).sum();
+    }
+    let mid = lo + (hi - lo) / 2;
+    let (a, b) = footprint::join(|| tree_sum(lo, mid), || tree_sum(mid, hi));
+    a + b
+}
+
+fn op_join_tree(rng: &mut Rng, rt: &Runtime) {
+    let n = rng.range(1, 20_000);
+    let got = rt.block_on(|| tree_sum(0, n));
+    assert_eq!(got, n * (n - 1) / 2, "join tree sum of 0..{n}");
+}
+
+fn op_scope_borrows(rng: &mut Rng, rt: &Runtime) {
+    let k = rng.range(1, 64) as usize;
+    let reps = rng.range(1, 50);
+    let mut slots = vec![0u64; k];
+    rt.block_on(|| {
+        footprint::scope(|s| {
+            for slot in slots.iter_mut() {
+                s.spawn(move || {
+                    for _ in 0..reps {
+                        *slot += 1;
+                        footprint::yield_now();
+                    }
+                });
+            }
+        })
+    });
+    assert!(
+        slots.iter().all(|&v| v == reps),
+        "scope slots {slots:?} != {reps}"
+    );
+}
+
+/// `threads` green threads add 1 `iters` times each under `lock`; the total must be exact.
+macro_rules! hammer {
+    ($ty:ident, $rt:expr, $threads:expr, $iters:expr) => {{
+        let m = Arc::new($ty::new(0u64));
+        let m2 = m.clone();
+        let (threads, iters) = ($threads, $iters);
+        $rt.block_on(move || {
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    let m = m2.clone();
+                    footprint::spawn(move || {
+                        for i in 0..iters {
+                            *m.lock() += 1;
+                            if i % 16 == 0 {
+                                footprint::yield_now();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        });
+        assert_eq!(*m.lock(), threads * iters, "{} total", stringify!($ty));
+    }};
+}
+
+fn op_locks(rng: &mut Rng, rt: &Runtime) {
+    let t = rng.range(1, 16);
+    let i = rng.range(1, 500);
+    match rng.range(0, 12) {
+        0 => hammer!(Mutex, rt, t, i),
+        1 => hammer!(TtasMutex, rt, t, i),
+        2 => hammer!(TicketMutex, rt, t, i),
+        3 => hammer!(McsMutex, rt, t, i),
+        4 => hammer!(ArrayMutex, rt, t, i),
+        5 => hammer!(SpinTtasMutex, rt, t, i),
+        6 => hammer!(SpinTicketMutex, rt, t, i),
+        7 => hammer!(SpinMcsMutex, rt, t, i),
+        8 => hammer!(BlockTtasMutex, rt, t, i),
+        9 => hammer!(BlockTicketMutex, rt, t, i),
+        10 => hammer!(BlockMcsMutex, rt, t, i),
+        11 => hammer!(SpinArrayMutex, rt, t, i),
+        _ => hammer!(BlockArrayMutex, rt, t, i),
+    }
+}
+
+/// `n` green threads pass `rounds` barrier episodes; exactly one leader per episode, and every
+/// thread sees all increments of the episode before it.
+macro_rules! barrier_run {
+    ($ty:ident, $rt:expr, $n:expr, $rounds:expr) => {{
+        let (n, rounds) = ($n, $rounds);
+        let b = Arc::new(<$ty>::new(n as usize));
+        let leaders = Arc::new(AtomicU64::new(0));
+        let count = Arc::new(AtomicU64::new(0));
+        let (b2, l2, c2) = (b.clone(), leaders.clone(), count.clone());
+        $rt.block_on(move || {
+            let hs: Vec<_> = (0..n)
+                .map(|_| {
+                    let (b, l, c) = (b2.clone(), l2.clone(), c2.clone());
+                    footprint::spawn(move || {
+                        for r in 0..rounds {
+                            c.fetch_add(1, Ordering::SeqCst);
+                            if b.wait().is_leader() {
+                                l.fetch_add(1, Ordering::SeqCst);
+                            }
+                            let seen = c.load(Ordering::SeqCst);
+                            assert!(seen >= (r + 1) * n, "passed a barrier early: {seen}");
+                            b.wait();
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        });
+        assert_eq!(
+            leaders.load(Ordering::SeqCst),
+            rounds,
+            "{} leaders",
+            stringify!($ty)
+        );
+        assert_eq!(count.load(Ordering::SeqCst), rounds * n);
+    }};
+}
+
+fn op_barriers(rng: &mut Rng, rt: &Runtime) {
+    // At most as many green threads as workers + 3: a spinning barrier needs its peers to run.
+    let n = rng.range(1, rt.workers() as u64 + 3);
+    let rounds = rng.range(1, 30);
+    match rng.range(0, 2) {
+        0 => barrier_run!(CentralBarrier, rt, n, rounds),
+        1 => barrier_run!(TreeBarrier, rt, n, rounds),
+        _ => barrier_run!(DisseminationBarrier, rt, n, rounds),
+    }
+}
+
+fn op_condvar_queue(rng: &mut Rng, rt: &Runtime) {
+    let producers = rng.range(1, 6);
+    let per = rng.range(1, 300);
+    let q = Arc::new((Mutex::new((Vec::<u64>::new(), 0u64)), Condvar::new()));
+    let q2 = q.clone();
+    let sum = rt.block_on(move || {
+        let consumer = {
+            let q = q2.clone();
+            footprint::spawn(move || {
+                let (m, cv) = &*q;
+                let (mut got, mut sum) = (0, 0u64);
+                let mut g = m.lock();
+                while got < producers * per {
+                    match g.0.pop() {
+                        Some(v) => {
+                            got += 1;
+                            sum += v;
+                        }
+                        None => cv.wait(&mut g),
+                    }
+                }
+                sum
+            })
+        };
+        let hs: Vec<_> = (0..producers)
+            .map(|p| {
+                let q = q2.clone();
+                footprint::spawn(move || {
+                    for i in 0..per {
+                        q.0.lock().0.push(p * per + i);
+                        q.1.notify_one();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        consumer.join().unwrap()
+    });
+    let n = producers * per;
+    assert_eq!(sum, n * (n - 1) / 2, "condvar queue sum");
+}
+
+fn op_detached_spawns(rng: &mut Rng, _rt: &Runtime) {
+    // A fresh runtime: its drop waits for the detached threads, so the count is exact after.
+    let workers = rng.range(1, 4) as usize;
+    let n = rng.range(1, 500);
+    let done = Arc::new(AtomicU64::new(0));
+    let rt = Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime");
+    for _ in 0..n {
+        let d = done.clone();
+        rt.spawn(move || {
+            footprint::yield_now();
+            d.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    drop(rt);
+    assert_eq!(done.load(Ordering::SeqCst), n, "detached threads finished");
+}
+
+fn op_dropped_handles(rng: &mut Rng, rt: &Runtime) {
+    let n = rng.range(1, 300);
+    let done = Arc::new(AtomicU64::new(0));
+    let d = done.clone();
+    rt.block_on(move || {
+        for _ in 0..n {
+            let d = d.clone();
+            drop(footprint::spawn(move || d.fetch_add(1, Ordering::SeqCst)));
+        }
+        // The handles are gone: wait for the count itself, yielding the worker meanwhile.
+        while d.load(Ordering::SeqCst) < n {
+            footprint::yield_now();
+        }
+    });
+    assert_eq!(done.load(Ordering::SeqCst), n);
+}
+
+fn op_panics(rng: &mut Rng, rt: &Runtime) {
+    let n = rng.range(1, 50);
+    let errs = rt.block_on(move || {
+        let hs: Vec<_> = (0..n)
+            .map(|i| {
+                footprint::spawn(move || {
+                    if i % 2 == 0 {
+                        panic!("soak: intended panic {i}");
+                    }
+                    i
+                })
+            })
+            .collect();
+        let mut errs = 0;
+        for (i, h) in hs.into_iter().enumerate() {
+            match h.join() {
+                Err(_) => errs += 1,
+                Ok(v) => assert_eq!(v, i as u64),
+            }
+        }
+        errs
+    });
+    assert_eq!(errs, n.div_ceil(2), "panics reaching their joiners");
+}
+
+static LOCAL: GreenLocal<std::cell::Cell<u64>> = GreenLocal::new(|| std::cell::Cell::new(0));
+
+fn op_green_local(rng: &mut Rng, rt: &Runtime) {
+    let n = rng.range(1, 100);
+    rt.block_on(move || {
+        let hs: Vec<_> = (0..n)
+            .map(|i| {
+                GreenBuilder::new()
+                    .name(format!("soak-local-{i}"))
+                    .spawn(move || {
+                        LOCAL.with(|c| c.set(i));
+                        footprint::yield_now();
+                        assert_eq!(LOCAL.with(|c| c.get()), i, "GreenLocal followed its thread");
+                    })
+                    .expect("spawn")
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
+
+fn op_block_in_place(rng: &mut Rng, rt: &Runtime) {
+    let n = rng.range(1, 20);
+    let got = rt.block_on(move || {
+        let hs: Vec<_> = (0..n)
+            .map(|i| footprint::spawn(move || footprint::block_in_place(|| i * 3)))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+    });
+    assert_eq!(got, 3 * n * (n - 1) / 2);
+}
+
+fn op_sleep(rng: &mut Rng, rt: &Runtime) {
+    let n = rng.range(1, 200);
+    let woke = rt.block_on(move || {
+        let hs: Vec<_> = (0..n)
+            .map(|i| {
+                footprint::spawn(move || {
+                    let d = Duration::from_micros(i * 10);
+                    let t0 = Instant::now();
+                    footprint::sleep(d);
+                    assert!(t0.elapsed() >= d, "sleep returned early");
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().is_ok() as u64).sum::<u64>()
+    });
+    assert_eq!(woke, n);
+}
+
+/// OS threads and resident KiB of this process (Linux /proc).
+fn threads_and_rss() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |k: &str| {
+        s.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("Threads:"), field("VmRSS:"))
+}
+
+struct Args {
+    seconds: u64,
+    seed: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        seconds: 60,
+        seed: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1),
+    };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < v.len() {
+        let val = v.get(i + 1).and_then(|x| x.parse().ok());
+        match (v[i].as_str(), val) {
+            ("--seconds", Some(x)) => a.seconds = x,
+            ("--seed", Some(x)) => a.seed = x,
+            _ => {
+                eprintln!(
+                    "usage: soak [--seconds N] [--seed S]  (bad argument: {})",
+                    v[i]
+                );
+                std::process::exit(2);
+            }
+        }
+        i += 2;
+    }
+    a
+}
+
+/// What the watchdog reads: the round in progress and the runtime it runs on.
+struct Progress {
+    round: AtomicU64,
+    op: AtomicUsize,
+    rt: StdMutex<Option<Arc<Runtime>>>,
+}
+
+const STALL: Duration = Duration::from_secs(60);
+
+fn main() {
+    let a = args();
+    println!("soak: seed={} seconds={}", a.seed, a.seconds);
+    let progress = Arc::new(Progress {
+        round: AtomicU64::new(0),
+        op: AtomicUsize::new(0),
+        rt: StdMutex::new(None),
+    });
+    let seed = a.seed;
+    {
+        let p = progress.clone();
+        std::thread::spawn(move || {
+            let mut last = u64::MAX;
+            loop {
+                std::thread::sleep(STALL);
+                let r = p.round.load(Ordering::SeqCst);
+                if r == last {
+                    let state = p.rt.lock().unwrap().as_ref().map(|rt| rt.debug_state());
+                    eprintln!(
+                        "soak: FAILED seed={seed} round={r} op={}: no progress for {} s; \
+                         debug_state: {}",
+                        OPS[p.op.load(Ordering::SeqCst)].0,
+                        STALL.as_secs(),
+                        state.unwrap_or_else(|| "(no runtime)".into())
+                    );
+                    std::process::exit(1);
+                }
+                last = r;
+            }
+        });
+    }
+    std::panic::set_hook(Box::new(|_| {})); // intended panics stay quiet; failures print below
+    let mut rng = Rng(seed);
+    let end = Instant::now() + Duration::from_secs(a.seconds);
+    let mut baseline = None;
+    let mut rt: Arc<Runtime> = Arc::new(Runtime::builder().workers(2).build().expect("runtime"));
+    let mut round = 0u64;
+    let mut counts = vec![0u64; OPS.len()];
+    while Instant::now() < end || round < OPS.len() as u64 {
+        round += 1;
+        if rng.range(0, 9) == 0 {
+            // A runtime built and dropped: the old one's drop waits for all its threads.
+            let workers = rng.range(1, 5) as usize;
+            *progress.rt.lock().unwrap() = None;
+            rt = Arc::new(
+                Runtime::builder()
+                    .workers(workers)
+                    .build()
+                    .expect("runtime"),
+            );
+        }
+        // The first rounds run every operation once (warm-up: lazily started threads and pools).
+        let op = if round <= OPS.len() as u64 {
+            round as usize - 1
+        } else {
+            rng.range(0, OPS.len() as u64 - 1) as usize
+        };
+        progress.op.store(op, Ordering::SeqCst);
+        *progress.rt.lock().unwrap() = Some(rt.clone());
+        progress.round.store(round, Ordering::SeqCst);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (OPS[op].1)(&mut rng, &rt)));
+        if let Err(p) = r {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            eprintln!(
+                "soak: FAILED seed={seed} round={round} op={}: {msg}",
+                OPS[op].0
+            );
+            std::process::exit(1);
+        }
+        counts[op] += 1;
+        if round == OPS.len() as u64 {
+            baseline = Some(threads_and_rss());
+        }
+    }
+    *progress.rt.lock().unwrap() = None;
+    let rt_threads = rt.workers() as u64;
+    drop(rt);
+    // Back to the shape of the baseline: the same runtime size is not guaranteed, so compare
+    // with the workers of both accounted for.
+    let (t_end, rss_end) = threads_and_rss();
+    let (t_base, rss_base) = baseline.expect("baseline");
+    let per_op: Vec<String> = OPS
+        .iter()
+        .zip(&counts)
+        .map(|((n, _), c)| format!("{n}={c}"))
+        .collect();
+    println!(
+        "soak: rounds={round} threads baseline={t_base} end={t_end} (+{rt_threads} workers dropped) \
+         rss_kib baseline={rss_base} end={rss_end} | {}",
+        per_op.join(" ")
+    );
+    // The baseline had the 2-worker first runtime (unless rebuilt) running; at the end none runs.
+    if t_end > t_base {
+        eprintln!("soak: FAILED seed={seed} round={round}: OS threads {t_end} > baseline {t_base}");
+        std::process::exit(1);
+    }
+    if rss_end > rss_base * 2 + 64 * 1024 {
+        eprintln!(
+            "soak: FAILED seed={seed} round={round}: resident memory {rss_end} KiB, baseline \
+             {rss_base} KiB"
+        );
+        std::process::exit(1);
+    }
+    println!("soak: ok seed={seed}");
+}
