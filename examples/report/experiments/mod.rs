@@ -123,7 +123,7 @@ pub fn all() -> Vec<Experiment> {
             name: "fragments_001",
             title: "001: data-fragment hints on / off",
             run: fragments_001::run,
-            estimate_s: [0.0, 0.0, 0.0, 0.0],
+            estimate_s: [0.5, 3.0, 8.0, 25.0],
             limit_s: None,
         },
         Experiment {

@@ -4,6 +4,8 @@
 
 #[path = "../../../benches/common/fib.rs"]
 pub mod fib;
+#[path = "../../../benches/common/fragments.rs"]
+pub mod fragments;
 #[path = "../../../benches/common/lock_hot.rs"]
 pub mod lock_hot;
 #[path = "../../../benches/common/micro.rs"]
