@@ -382,18 +382,7 @@ fn condvar_notify_counts_waiter_in_unlock_window() {
 /// other two wait at the door (one of them may also bounce off it while the third is counted
 /// transiently); every thread gets in exactly once and none is left parked at the door.
 fn array_door_three<W: WaitPolicy>() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    model_one_preemption(|| {
-        let lock = Arc::new(RawArrayLock::<W, 1>::new());
-        let value = Arc::new(AtomicUsize::new(0));
-        let hs = spawn_incrementers(2, &lock, &value);
-        increment_under(&*lock, &value);
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(value.load(Ordering::Relaxed), 3);
-        assert!(!lock.is_locked());
-    });
+    three_take_it_once(RawArrayLock::<W, 1>::new);
 }
 
 /// The TTAS lock's barging release and its "wake-up in flight" mark (`WAKING`), with three
@@ -403,9 +392,15 @@ fn array_door_three<W: WaitPolicy>() {
 /// exclusion: no lost update; no lost wake-up: loom reports a deadlock if the mark were left set
 /// with a thread parked and the lock free). One preemption: three threads are costly.
 fn ttas_three<W: WaitPolicy>() {
+    three_take_it_once(RawTtasLock::<W>::new);
+}
+
+/// Three threads (the main one and two spawned) each take a fresh lock made by `make` once,
+/// with one preemption (three threads are costly): every increment lands and the lock ends free.
+fn three_take_it_once<L: RawLock + 'static>(make: fn() -> L) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    model_one_preemption(|| {
-        let lock = Arc::new(RawTtasLock::<W>::new());
+    model_one_preemption(move || {
+        let lock = Arc::new(make());
         let value = Arc::new(AtomicUsize::new(0));
         let hs = spawn_incrementers(2, &lock, &value);
         increment_under(&*lock, &value);
