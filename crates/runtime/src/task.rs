@@ -47,15 +47,9 @@ pub(crate) const LIFE_NEW: u8 = 0;
 pub(crate) const LIFE_RUNNING: u8 = 1;
 pub(crate) const LIFE_DONE: u8 = 2;
 
-/// `handle` bits: a join handle exists / the result is written / a waiter is registered.
-pub(crate) const H_HANDLE: u8 = 1;
-pub(crate) const H_DONE: u8 = 2;
-pub(crate) const H_WAITER: u8 = 4;
+pub(crate) mod states;
 
-/// Park states.
-pub(crate) const P_EMPTY: u8 = 0;
-pub(crate) const P_NOTIFIED: u8 = 1;
-pub(crate) const P_PARKED: u8 = 2;
+pub(crate) use states::{HandleState, Latch, ParkState, ScopeCount};
 
 const SLOT_WORDS: usize = 8;
 
@@ -222,7 +216,7 @@ impl Waiter {
 
 /// Completion of a scope: its pending count, first panic and owner.
 pub(crate) struct ScopeShared {
-    pub(crate) pending: AtomicUsize,
+    pub(crate) pending: ScopeCount,
     pub(crate) owner: Waiter,
     pub(crate) panic: std::sync::Mutex<Option<Box<dyn Any + Send>>>,
 }
@@ -236,7 +230,7 @@ impl ScopeShared {
     }
 
     pub(crate) fn task_done(self: Arc<ScopeShared>) {
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.pending.done() {
             self.owner.wake_by_ref();
         }
     }
@@ -246,10 +240,10 @@ impl ScopeShared {
 pub(crate) struct Task {
     /// LIFE_*.
     pub(crate) life: AtomicU8,
-    /// H_* bits.
-    pub(crate) handle: AtomicU8,
-    /// P_* park state.
-    pub(crate) park: AtomicU8,
+    /// Who owns the result (`states.rs`).
+    pub(crate) handle: HandleState,
+    /// The park permit (`states.rs`).
+    pub(crate) park: ParkState,
     /// Published priority class (the scheduler hook's cell).
     pub(crate) class: ClassCell,
     /// The worker it last ran on.
@@ -376,8 +370,8 @@ impl Task {
     pub(crate) fn new() -> Task {
         Task {
             life: AtomicU8::new(LIFE_NEW),
-            handle: AtomicU8::new(0),
-            park: AtomicU8::new(P_EMPTY),
+            handle: HandleState::new(false),
+            park: ParkState::new(),
             class: ClassCell::new(PriorityClass::Running),
             last_worker: AtomicUsize::new(0),
             shared: UnsafeCell::new(ptr::null()),
@@ -423,9 +417,8 @@ impl Task {
         F: FnOnce() -> T,
     {
         self.life.store(LIFE_NEW, Ordering::Relaxed);
-        self.handle
-            .store(if with_handle { H_HANDLE } else { 0 }, Ordering::Relaxed);
-        self.park.store(P_EMPTY, Ordering::Relaxed);
+        self.handle.reset(with_handle);
+        self.park.reset();
         self.class.set(PriorityClass::Running);
         self.last_worker.store(worker, Ordering::Relaxed);
         self.nested.set(0);
@@ -482,8 +475,8 @@ impl Task {
         unsafe {
             let scope = (*self.scope.get()).take();
             self.life.store(LIFE_DONE, Ordering::Release);
-            let prev = self.handle.fetch_or(H_DONE, Ordering::AcqRel);
-            if prev & H_HANDLE == 0 {
+            let finished = self.handle.finish();
+            if finished.dispose {
                 // Detached: nobody will take the result, so drop it (or hand a panic to the scope).
                 let vt = *self.vtable.get();
                 if let Some(payload) = (vt.dispose)(self.slot.get()) {
@@ -494,7 +487,7 @@ impl Task {
                     }
                 }
             }
-            if prev & H_WAITER != 0 {
+            if finished.wake {
                 if let Some(w) = (*self.waiter.get()).take() {
                     w.wake();
                 }
