@@ -7,9 +7,7 @@ use crate::parking::park_current;
 use crate::pool::recycle;
 use crate::spawn::{count_finished, take_own_top};
 use crate::stats::ThreadStats;
-use crate::task::{
-    drop_payload, ScopeShared, Task, Waiter, LIFE_DONE, LIFE_RUNNING,
-};
+use crate::task::{drop_payload, ScopeShared, Task, Waiter, LIFE_DONE, LIFE_RUNNING};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
@@ -136,9 +134,7 @@ impl<T> JoinHandle<T> {
 
     /// Whether the green thread has finished (its result is ready).
     pub fn is_finished(&self) -> bool {
-        self.task
-            .as_ref()
-            .is_some_and(|t| t.handle.is_done())
+        self.task.as_ref().is_some_and(|t| t.handle.is_done())
     }
 
     /// The name given to the green thread, if any.

@@ -228,9 +228,7 @@ impl<T> ScopedJoinHandle<'_, T> {
 
     /// Whether the green thread has finished.
     pub fn is_finished(&self) -> bool {
-        self.task
-            .as_ref()
-            .is_some_and(|t| t.handle.is_done())
+        self.task.as_ref().is_some_and(|t| t.handle.is_done())
     }
 }
 

@@ -17,6 +17,7 @@ use crate::counters::{Resolved, WorkerSource};
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
+use crate::sleep::word::{SleepWord, SleeperCount};
 use crate::stack::{GreenStack, Slabs, StackLimits};
 use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
@@ -24,7 +25,6 @@ use crossbeam_utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::ptr;
-use crate::sleep::word::{SleepWord, SleeperCount};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
