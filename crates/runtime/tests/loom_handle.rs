@@ -4,11 +4,10 @@
 //! waiter in loom cells and the joiner parking through [`ParkState`]. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_handle`.
 //!
-//! Proves, within the preemption bound: the result is delivered exactly once, whether the
-//! joiner comes before or after the finish (never lost, never read twice, never read before it
-//! is written: the cells report such races); the joiner always wakes; a dropped handle frees
-//! the result exactly once, whichever of the finisher and the dropper comes second (counted
-//! drops).
+//! Proves, with up to 3 preemptions (loom's bound): the result is delivered exactly once, whether
+//! the joiner comes before or after the finish (never lost, never read twice, never read before it
+//! is written: the cells report such races); the joiner always wakes; a dropped handle frees the
+//! result exactly once, whichever of the finisher and the dropper comes second (counted drops).
 #![cfg(loom)]
 
 mod loom_support;
@@ -89,7 +88,7 @@ impl Block {
 
 #[test]
 fn a_joiner_gets_the_result_once_before_or_after_the_finish() {
-    model(|| {
+    model(3, || {
         let drops = Arc::new(AtomicUsize::new(0));
         let block = Arc::new(Block::new());
         let worker = {
@@ -109,7 +108,7 @@ fn a_joiner_gets_the_result_once_before_or_after_the_finish() {
 
 #[test]
 fn a_dropped_handle_frees_the_result_exactly_once() {
-    model(|| {
+    model(3, || {
         let drops = Arc::new(AtomicUsize::new(0));
         let block = Arc::new(Block::new());
         let worker = {

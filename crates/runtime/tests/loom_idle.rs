@@ -1,16 +1,17 @@
 //! Loom models of the worker idle protocol: the runtime's own [`SleepWord`], [`SleeperCount`],
 //! [`wake_one`] and [`wake_all`] (`sleep/word.rs`), composed as `Shared::notify_*`
 //! (`sleep.rs`) and `WorkerLocal::run_loop`/`idle` (`worker.rs`) compose them, over two model
-//! workers whose queues are atomic bags (a push is a Release RMW, a search an Acquire load, as
-//! weak as the real deques and inboxes allow). Run with
+//! workers whose queues are atomic bags (a push is a Release RMW, a search an Acquire load: the
+//! ordering the protocol's argument relies on, and no more). Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_idle`.
 //!
-//! What each model proves, under every interleaving and weak-memory outcome loom explores within
-//! its preemption bound: a green thread made runnable while every worker is going to sleep (a
-//! spawn from outside into the injector, an unpark into another worker's inbox, a push onto a
-//! worker's own start deque) is always run, and every worker then leaves its loop. A lost
-//! wake-up leaves a worker waiting on its futex with a job unrun, which loom reports as a
-//! deadlock. Each worker asserts, when it commits to sleep, that its own start deque is empty.
+//! What each model proves, under every interleaving and weak-memory outcome loom explores with up
+//! to 2 preemptions (3 runs for over 10 minutes here): a green thread made runnable while every
+//! worker is going to sleep (a spawn from outside into the injector, an unpark into another
+//! worker's inbox, a push onto a worker's own start deque) is always run, and every worker then
+//! leaves its loop. A lost wake-up leaves a worker waiting on its futex with a job unrun, which
+//! loom reports as a deadlock. Each worker asserts, when it commits to sleep, that its own start
+//! deque is empty.
 #![cfg(loom)]
 
 mod loom_support;
@@ -168,7 +169,7 @@ impl Rt {
 
 /// Runs both workers on `rt` while the main thread does `outside`, then checks every job ran.
 fn run_model(rt: fn() -> Rt, outside: fn(&Rt)) {
-    model(move || {
+    model(2, move || {
         let rt = Arc::new(rt());
         let workers: Vec<_> = (0..WORKERS)
             .map(|i| {

@@ -3,9 +3,9 @@
 //! [`ParkState`]; the owner parks until the latch is set, then reads the result. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_join`.
 //!
-//! Proves, within the preemption bound: the owner always wakes (no lost wake-up: loom reports a
-//! deadlock otherwise), and it reads the result only after the thief's write is visible (the
-//! result lives in a loom cell, so a read that is not ordered after the write is reported as a
+//! Proves, with up to 3 preemptions (loom's bound): the owner always wakes (no lost wake-up: loom
+//! reports a deadlock otherwise), and it reads the result only after the thief's write is visible
+//! (the result lives in a loom cell, so a read that is not ordered after the write is reported as a
 //! data race), also when a permit left by an earlier half is still pending.
 #![cfg(loom)]
 
@@ -52,7 +52,7 @@ impl Half {
 
 #[test]
 fn the_owner_of_a_stolen_half_wakes_and_sees_its_result() {
-    model(|| {
+    model(3, || {
         let owner = Arc::new(Green::new());
         let half = Arc::new(Half::new());
         let thief = {
@@ -68,7 +68,7 @@ fn the_owner_of_a_stolen_half_wakes_and_sees_its_result() {
 fn two_stolen_halves_in_turn_with_a_stale_permit() {
     // A nested join: the first half's unpark may leave a permit the owner consumes while
     // waiting for the second.
-    model(|| {
+    model(3, || {
         let owner = Arc::new(Green::new());
         let first = Arc::new(Half::new());
         let second = Arc::new(Half::new());

@@ -20,7 +20,7 @@ use loom_support::{model, Green};
 
 #[test]
 fn two_joins_with_a_stale_permit_never_lose_a_wakeup() {
-    model(|| {
+    model(3, || {
         let g = Arc::new(Green::new());
         let done1 = Arc::new(AtomicBool::new(false));
         let done2 = Arc::new(AtomicBool::new(false));
@@ -47,7 +47,7 @@ fn two_joins_with_a_stale_permit_never_lose_a_wakeup() {
 fn two_unparkers_schedule_a_parked_thread_once() {
     // Two wakers race to unpark one thread: at most one may win PARKED -> EMPTY (two winners
     // would resume one stack twice), and the owner never waits unscheduled (a deadlock).
-    model(|| {
+    model(3, || {
         let g = Arc::new(Green::new());
         let flag = Arc::new(AtomicBool::new(false));
         let wakers: Vec<_> = (0..2)

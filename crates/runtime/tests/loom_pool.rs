@@ -4,9 +4,9 @@
 //! the drop of a surplus all happen within a few steps). Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_pool`.
 //!
-//! Proves, within the preemption bound: a block given back on one worker and taken on another
-//! is held by one worker at a time (never handed out twice), none is lost (every block made is
-//! at the end in exactly one level, or was dropped exactly once as surplus), and a worker finds
+//! Proves, with up to 3 preemptions (loom's bound): a block given back on one worker and taken on
+//! another is held by one worker at a time (never handed out twice), none is lost (every block made
+//! is at the end in exactly one level, or was dropped exactly once as surplus), and a worker finds
 //! a block another gave back once it reaches the shared level.
 #![cfg(loom)]
 
@@ -62,7 +62,7 @@ impl Drop for Block {
 
 #[test]
 fn blocks_given_back_on_one_worker_and_taken_on_another_are_never_lost_or_shared() {
-    model(|| {
+    model(3, || {
         let ledger = Arc::new(Ledger {
             held: Default::default(),
             dropped: Default::default(),
@@ -120,7 +120,7 @@ fn blocks_given_back_on_one_worker_and_taken_on_another_are_never_lost_or_shared
 
 #[test]
 fn a_block_in_the_shared_level_is_found_by_another_worker() {
-    model(|| {
+    model(3, || {
         let ledger = Arc::new(Ledger {
             held: Default::default(),
             dropped: Default::default(),

@@ -3,10 +3,10 @@
 //! scope's owner through its [`ParkState`]; the owner parks until the count is zero. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_scope`.
 //!
-//! Proves, within the preemption bound: the owner always wakes (no lost wake-up), and only after
-//! every scoped thread, including one spawned by a scoped thread, has finished and its writes
-//! to the borrowed data are visible (the data are loom cells: a read not ordered after a write
-//! is reported as a data race).
+//! Proves, with up to 3 preemptions (loom's bound): the owner always wakes (no lost wake-up), and
+//! only after every scoped thread, including one spawned by a scoped thread, has finished and its
+//! writes to the borrowed data are visible (the data are loom cells: a read not ordered after a
+//! write is reported as a data race).
 #![cfg(loom)]
 
 mod loom_support;
@@ -42,7 +42,7 @@ impl Scope {
 
 #[test]
 fn the_scope_owner_wakes_after_every_thread_and_a_nested_spawn() {
-    model(|| {
+    model(3, || {
         let owner = Arc::new(Green::new());
         let s = Arc::new(Scope {
             pending: ScopeCount::new(),

@@ -5,14 +5,15 @@
 #![allow(dead_code)]
 
 use footprint_runtime::loom_protocols::ParkState;
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Notify;
 
-/// Checks `f` under every interleaving loom explores, with at most `LOOM_MAX_PREEMPTIONS`
-/// preemptions (2 when unset), so that each model finishes in seconds.
-pub fn model(f: impl Fn() + Sync + Send + 'static) {
+/// Checks `f` under every interleaving loom explores with at most `bound` preemptions
+/// (`LOOM_MAX_PREEMPTIONS` overrides it), so that each model finishes in seconds.
+pub fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(2);
+        b.preemption_bound = Some(bound);
     }
     b.check(f);
 }
@@ -20,8 +21,12 @@ pub fn model(f: impl Fn() + Sync + Send + 'static) {
 /// A green thread as the park protocol sees it.
 pub struct Green {
     pub park: ParkState,
-    /// Notified when an unparker schedules the parked thread (stands for its run queue and the
-    /// worker that resumes it).
+    /// Set by the unparker that schedules the parked thread, taken by its resumption: stands
+    /// for the run queue (a push, then a worker's pop, which orders what the unparker did
+    /// before against what the resumed thread does next).
+    queued: AtomicBool,
+    /// Wakes the parked thread's model once it is queued (loom's `Notify` may also return
+    /// spuriously, so the resumption waits for `queued`).
     scheduled: Notify,
 }
 
@@ -35,6 +40,7 @@ impl Green {
     pub fn new() -> Green {
         Green {
             park: ParkState::new(),
+            queued: AtomicBool::new(false),
             scheduled: Notify::new(),
         }
     }
@@ -46,7 +52,9 @@ impl Green {
             return;
         }
         if self.park.publish_parked() {
-            self.scheduled.wait();
+            while !self.queued.swap(false, Ordering::AcqRel) {
+                self.scheduled.wait();
+            }
         }
     }
 
@@ -55,6 +63,10 @@ impl Green {
     pub fn unpark(&self) -> bool {
         let won = self.park.unpark();
         if won {
+            assert!(
+                !self.queued.swap(true, Ordering::AcqRel),
+                "a thread scheduled twice for one park"
+            );
             self.scheduled.notify();
         }
         won
