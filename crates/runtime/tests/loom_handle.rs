@@ -13,11 +13,10 @@
 mod loom_support;
 
 use footprint_runtime::loom_protocols::HandleState;
-use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use loom_support::{model, Green};
+use loom_support::{model, Cell, Green};
 
 /// A result that counts its drops.
 struct Value {
@@ -34,28 +33,28 @@ impl Drop for Value {
 /// The parts of a control block the slot protocol touches.
 struct Block {
     handle: HandleState,
-    result: UnsafeCell<Option<Value>>,
-    waiter: UnsafeCell<Option<Arc<Green>>>,
+    result: Cell<Option<Value>>,
+    waiter: Cell<Option<Arc<Green>>>,
 }
 
 impl Block {
     fn new() -> Block {
         Block {
             handle: HandleState::new(true),
-            result: UnsafeCell::new(None),
-            waiter: UnsafeCell::new(None),
+            result: Cell::new(None),
+            waiter: Cell::new(None),
         }
     }
 
     /// `run_job_in_place` then `Task::complete`.
     fn finish(&self, value: Value) {
-        self.result.with_mut(|r| unsafe { *r = Some(value) });
+        self.result.replace(Some(value));
         let f = self.handle.finish();
         if f.dispose {
-            drop(self.result.with_mut(|r| unsafe { (*r).take() }));
+            drop(self.result.replace(None));
         }
         if f.wake {
-            let w = self.waiter.with_mut(|w| unsafe { (*w).take() });
+            let w = self.waiter.replace(None);
             w.expect("a registered waiter").unpark();
         }
     }
@@ -63,17 +62,17 @@ impl Block {
     /// `join_task` on a thread that has started (no inline run).
     fn join(&self, me: &Arc<Green>) -> Value {
         if !self.handle.is_done() {
-            self.waiter.with_mut(|w| unsafe { *w = Some(me.clone()) });
+            self.waiter.replace(Some(me.clone()));
             if !self.handle.register_waiter() {
                 // Finished meanwhile: the finisher saw no waiter; the cell is still ours.
-                self.waiter.with_mut(|w| unsafe { (*w).take() });
+                self.waiter.replace(None);
             } else {
                 while !self.handle.is_done() {
                     me.park();
                 }
             }
         }
-        let v = self.result.with_mut(|r| unsafe { (*r).take() });
+        let v = self.result.replace(None);
         self.handle.release();
         v.expect("the result was delivered")
     }
@@ -81,7 +80,7 @@ impl Block {
     /// `detach_task`: a dropped handle.
     fn detach(&self) {
         if self.handle.detach() {
-            drop(self.result.with_mut(|r| unsafe { (*r).take() }));
+            drop(self.result.replace(None));
         }
     }
 }
@@ -102,7 +101,7 @@ fn a_joiner_gets_the_result_once_before_or_after_the_finish() {
         assert_eq!(drops.load(Ordering::Relaxed), 0, "dropped while delivered");
         drop(got);
         assert_eq!(drops.load(Ordering::Relaxed), 1);
-        assert!(block.result.with(|r| unsafe { (*r).is_none() }));
+        assert!(block.result.read(Option::is_none));
     });
 }
 
@@ -118,6 +117,6 @@ fn a_dropped_handle_frees_the_result_exactly_once() {
         block.detach();
         worker.join().unwrap();
         assert_eq!(drops.load(Ordering::Relaxed), 1);
-        assert!(block.result.with(|r| unsafe { (*r).is_none() }));
+        assert!(block.result.read(Option::is_none));
     });
 }

@@ -12,21 +12,20 @@
 mod loom_support;
 
 use footprint_runtime::loom_protocols::Latch;
-use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use loom_support::{model, Green};
+use loom_support::{model, Cell, Green};
 
 /// The stolen half of a `join` (`StackJob`): its result slot and its latch.
 struct Half {
-    result: UnsafeCell<Option<u32>>,
+    result: Cell<Option<u32>>,
     done: Latch,
 }
 
 impl Half {
     fn new() -> Half {
         Half {
-            result: UnsafeCell::new(None),
+            result: Cell::new(None),
             done: Latch::new(),
         }
     }
@@ -34,7 +33,7 @@ impl Half {
     /// `exec_stack_job` on the thief: write the result, set the latch, unpark the owner (whose
     /// reference the thief took before the latch, as the real code does).
     fn run_stolen(&self, owner: &Green, value: u32) {
-        self.result.with_mut(|r| unsafe { *r = Some(value) });
+        self.result.replace(Some(value));
         self.done.set();
         owner.unpark();
     }
@@ -45,7 +44,7 @@ impl Half {
             owner.park();
         }
         self.result
-            .with_mut(|r| unsafe { (*r).take() })
+            .replace(None)
             .expect("latch set before the result was written")
     }
 }

@@ -12,16 +12,15 @@
 mod loom_support;
 
 use footprint_runtime::loom_protocols::ScopeCount;
-use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use loom_support::{model, Green};
+use loom_support::{model, Cell, Green};
 
 /// A scope's shared part (`ScopeShared`) and the data its threads borrow.
 struct Scope {
     pending: ScopeCount,
     owner: Arc<Green>,
-    data: [UnsafeCell<u32>; 3],
+    data: [Cell<u32>; 3],
 }
 
 impl Scope {
@@ -47,20 +46,20 @@ fn the_scope_owner_wakes_after_every_thread_and_a_nested_spawn() {
         let s = Arc::new(Scope {
             pending: ScopeCount::new(),
             owner: owner.clone(),
-            data: [UnsafeCell::new(0), UnsafeCell::new(0), UnsafeCell::new(0)],
+            data: [Cell::new(0), Cell::new(0), Cell::new(0)],
         });
         // Scope::spawn counts before publishing the thread.
         s.pending.add();
         let a = {
             let s = s.clone();
             thread::spawn(move || {
-                s.data[0].with_mut(|d| unsafe { *d = 1 });
+                s.data[0].replace(1);
                 // A scoped thread spawns into the same scope (counted while it still runs).
                 s.pending.add();
                 let inner = {
                     let s = s.clone();
                     thread::spawn(move || {
-                        s.data[2].with_mut(|d| unsafe { *d = 3 });
+                        s.data[2].replace(3);
                         s.task_done();
                     })
                 };
@@ -72,12 +71,12 @@ fn the_scope_owner_wakes_after_every_thread_and_a_nested_spawn() {
         let b = {
             let s = s.clone();
             thread::spawn(move || {
-                s.data[1].with_mut(|d| unsafe { *d = 2 });
+                s.data[1].replace(2);
                 s.task_done();
             })
         };
         s.wait();
-        let seen: Vec<u32> = s.data.iter().map(|d| d.with(|v| unsafe { *v })).collect();
+        let seen: Vec<u32> = s.data.iter().map(|d| d.read(|v| *v)).collect();
         assert_eq!(seen, [1, 2, 3]);
         let inner = a.join().unwrap();
         b.join().unwrap();

@@ -8,6 +8,32 @@ use footprint_runtime::loom_protocols::ParkState;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Notify;
 
+/// Plain (non-atomic) data the protocol under test hands from thread to thread: a loom cell,
+/// so that an access not ordered after the last write by the protocol fails the model (loom
+/// reports a causality violation).
+pub struct Cell<T>(loom::cell::UnsafeCell<T>);
+
+impl<T> Cell<T> {
+    pub fn new(v: T) -> Cell<T> {
+        Cell(loom::cell::UnsafeCell::new(v))
+    }
+
+    /// Writes `v`, returning the old value.
+    pub fn replace(&self, v: T) -> T {
+        // SAFETY: the pointer is the cell's own, valid for `&self`; loom records this write and
+        // fails the model (before the access) if another access to the cell is concurrent with
+        // it, so no data race happens in an execution that goes on.
+        self.0
+            .with_mut(|p| unsafe { std::mem::replace(&mut *p, v) })
+    }
+
+    /// Reads the value through `f`.
+    pub fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: as in `replace`, for a read.
+        self.0.with(|p| f(unsafe { &*p }))
+    }
+}
+
 /// Checks `f` under every interleaving loom explores with at most `bound` preemptions
 /// (`LOOM_MAX_PREEMPTIONS` overrides it), so that each model finishes in seconds.
 pub fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
