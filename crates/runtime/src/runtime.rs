@@ -609,10 +609,11 @@ impl Runtime {
         );
         for (i, w) in sh.workers.iter().enumerate() {
             out.push_str(&format!(
-                " w{i}: sleep={} deque={} inbox={} spawned={} finished={} |",
+                " w{i}: sleep={} deque={} inbox={} bound={} spawned={} finished={} |",
                 w.sleep.state(Ordering::SeqCst),
                 w.stealer.len(),
                 w.inbox.len.load(Ordering::SeqCst),
+                w.inbox.bound_len.load(Ordering::SeqCst),
                 w.spawned.load(Ordering::SeqCst),
                 w.finished.load(Ordering::SeqCst)
             ));
