@@ -129,8 +129,8 @@ pub mod loom_protocols {
         wake_all, wake_one, SleepWord, SleeperCount, Slept, AWAKE, NOTIFIED, SLEEPING,
     };
     pub use crate::task::states::{
-        Finished, HandleState, Latch, ParkState, ScopeCount, H_DONE, H_HANDLE, H_WAITER, P_EMPTY,
-        P_NOTIFIED, P_PARKED,
+        claim, Finished, HandleState, Latch, ParkState, ScopeCount, H_DONE, H_HANDLE, H_WAITER,
+        LIFE_DONE, LIFE_NEW, LIFE_RUNNING, P_EMPTY, P_NOTIFIED, P_PARKED,
     };
 }
 

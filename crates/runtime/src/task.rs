@@ -9,6 +9,7 @@
 //! nothing for small closures.
 
 use crate::accounting::ThreadAccount;
+use crate::sync::atomic::AtomicU8;
 use corosensei::{Coroutine, Yielder};
 use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
@@ -18,7 +19,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Why a green thread gave its worker back.
@@ -42,14 +43,11 @@ pub(crate) enum Exit {
 pub(crate) type Co = Coroutine<(), Reason, Exit, crate::stack::GreenStack>;
 pub(crate) type GreenYielder = Yielder<(), Reason>;
 
-/// Lifecycle of a task.
-pub(crate) const LIFE_NEW: u8 = 0;
-pub(crate) const LIFE_RUNNING: u8 = 1;
-pub(crate) const LIFE_DONE: u8 = 2;
-
 pub(crate) mod states;
 
 pub(crate) use states::{HandleState, Latch, ParkState, ScopeCount};
+/// Lifecycle of a task (`states.rs`: `claim` moves it from new to running).
+pub(crate) use states::{LIFE_DONE, LIFE_NEW, LIFE_RUNNING};
 
 const SLOT_WORDS: usize = 8;
 
@@ -238,7 +236,7 @@ impl ScopeShared {
 
 /// The control block of one green thread.
 pub(crate) struct Task {
-    /// LIFE_*.
+    /// LIFE_* (`crate::sync`'s atomic: `states::claim` is model-checked).
     pub(crate) life: AtomicU8,
     /// Who owns the result (`states.rs`).
     pub(crate) handle: HandleState,
@@ -515,11 +513,7 @@ impl Task {
     /// Claims a never-started task for running (on a worker or inline by its joiner).
     #[inline]
     pub(crate) fn claim(&self) -> bool {
-        self.life.load(Ordering::Relaxed) == LIFE_NEW
-            && self
-                .life
-                .compare_exchange(LIFE_NEW, LIFE_RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+        states::claim(&self.life)
     }
 
     /// The green thread's name, if it has one.
@@ -533,7 +527,8 @@ impl Task {
 impl Drop for Task {
     fn drop(&mut self) {
         // A task dropped while NEW still holds its job (e.g. the runtime dropped queued work).
-        if *self.life.get_mut() == LIFE_NEW && !(*self.shared.get_mut()).is_null() {
+        // (A Relaxed load: the last owner's view is current, and loom's atomics have no get_mut.)
+        if self.life.load(Ordering::Relaxed) == LIFE_NEW && !(*self.shared.get_mut()).is_null() {
             // SAFETY: we are the last owner; the job never ran.
             unsafe { self.cancel() };
         }

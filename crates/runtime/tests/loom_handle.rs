@@ -12,8 +12,8 @@
 
 mod loom_support;
 
-use footprint_runtime::loom_protocols::HandleState;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use footprint_runtime::loom_protocols::{claim, HandleState, LIFE_DONE, LIFE_NEW};
+use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use loom_support::{model, Cell, Green};
@@ -32,6 +32,7 @@ impl Drop for Value {
 
 /// The parts of a control block the slot protocol touches.
 struct Block {
+    life: AtomicU8,
     handle: HandleState,
     result: Cell<Option<Value>>,
     waiter: Cell<Option<Arc<Green>>>,
@@ -40,6 +41,7 @@ struct Block {
 impl Block {
     fn new() -> Block {
         Block {
+            life: AtomicU8::new(LIFE_NEW),
             handle: HandleState::new(true),
             result: Cell::new(None),
             waiter: Cell::new(None),
@@ -118,5 +120,49 @@ fn a_dropped_handle_frees_the_result_exactly_once() {
         worker.join().unwrap();
         assert_eq!(drops.load(Ordering::Relaxed), 1);
         assert!(block.result.read(Option::is_none));
+    });
+}
+
+#[test]
+fn a_thread_joined_before_it_started_runs_exactly_once() {
+    // The worker's `run_task` and the joiner's `join_task` race to claim a spawned thread; the
+    // winner runs it (the joiner inline, publishing nothing but `life`), the other side finds
+    // a stale queue entry (worker) or waits for the finish (joiner).
+    model(3, || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let block = Arc::new(Block::new());
+        let worker = {
+            let (block, drops, runs) = (block.clone(), drops.clone(), runs.clone());
+            thread::spawn(move || {
+                if claim(&block.life) {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    block.finish(Value { v: 3, drops });
+                }
+            })
+        };
+        let me = Arc::new(Green::new());
+        let got = if claim(&block.life) {
+            runs.fetch_add(1, Ordering::Relaxed);
+            block.result.replace(Some(Value {
+                v: 3,
+                drops: drops.clone(),
+            }));
+            block.life.store(LIFE_DONE, Ordering::Release);
+            let v = block.result.replace(None).expect("ran inline");
+            block.handle.release();
+            v
+        } else {
+            block.join(&me)
+        };
+        worker.join().unwrap();
+        assert_eq!(
+            runs.load(Ordering::Relaxed),
+            1,
+            "the thread ran twice or never"
+        );
+        assert_eq!(got.v, 3);
+        drop(got);
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
     });
 }

@@ -1,6 +1,7 @@
-//! The small atomic state machines through which green threads hand things to each other: the
-//! park permit ([`ParkState`]), the join handle's result slot ([`HandleState`]), a `join`
-//! half's completion ([`Latch`]) and a scope's count of unfinished threads ([`ScopeCount`]).
+//! The small atomic state machines through which green threads hand things to each other: who
+//! starts a never-started thread ([`claim`]), the park permit ([`ParkState`]), the join handle's
+//! result slot ([`HandleState`]), a `join` half's completion ([`Latch`]) and a scope's count of
+//! unfinished threads ([`ScopeCount`]).
 //!
 //! Each is one atomic and the transitions the runtime makes on it, written against
 //! `crate::sync` so that the loom models in `tests/loom_*.rs` drive these same functions
@@ -8,6 +9,23 @@
 //! `worker.rs` (`finish_park`), `handle.rs`, `task.rs` (`Task::complete`) and `join.rs`.
 
 use crate::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+
+/// Lifecycle of a green thread: spawned, not started.
+pub const LIFE_NEW: u8 = 0;
+/// Claimed: its worker, or its joiner inline, runs it.
+pub const LIFE_RUNNING: u8 = 1;
+/// Finished.
+pub const LIFE_DONE: u8 = 2;
+
+/// Claims a never-started thread for running: its worker (`run_task`) and its joiner (running it
+/// inline in `join_task`) both try, and exactly one wins; the loser's queue entry is stale.
+#[inline]
+pub fn claim(life: &AtomicU8) -> bool {
+    life.load(Ordering::Relaxed) == LIFE_NEW
+        && life
+            .compare_exchange(LIFE_NEW, LIFE_RUNNING, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+}
 
 /// Park states: no permit, a permit, parked (its run reference leaked to the unparker).
 pub const P_EMPTY: u8 = 0;
