@@ -13,7 +13,7 @@
 //! The publisher side lives here (`Shared::notify_*`); the sleeper side is
 //! `WorkerLocal::idle` in `worker.rs`, which searches with the worker's own steal order.
 
-use crate::registry::{Shared, NOTIFIED, SLEEPING};
+use crate::registry::{Shared, NOTIFIED, SLEEPING, SURPLUS};
 use crate::sys;
 use std::sync::atomic::{fence, Ordering};
 
@@ -59,14 +59,16 @@ impl Shared {
         self.wake_one_slow(from);
     }
 
-    /// Wakes worker `w` if it sleeps (after putting work in its inbox).
+    /// Wakes worker `w` if it sleeps (after putting work in its inbox). A worker resting above
+    /// the active limit (adaptive, issue 12) is woken too: it hands the work on.
     pub(crate) fn notify_worker(&self, w: usize) {
         fence(Ordering::SeqCst);
         let ws = &self.workers[w];
-        if ws.sleep.load(Ordering::Relaxed) == SLEEPING
+        let state = ws.sleep.load(Ordering::Relaxed);
+        if (state == SLEEPING || state == SURPLUS)
             && ws
                 .sleep
-                .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(state, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
             sys::futex_wake(&ws.sleep, 1);
@@ -80,17 +82,18 @@ impl Shared {
     pub(crate) fn notify_all(&self) {
         fence(Ordering::SeqCst);
         for w in self.workers.iter() {
-            if w.sleep.swap(NOTIFIED, Ordering::AcqRel) == SLEEPING {
+            let was = w.sleep.swap(NOTIFIED, Ordering::AcqRel);
+            if was == SLEEPING || was == SURPLUS {
                 sys::futex_wake(&w.sleep, 1);
             }
         }
     }
 
-    /// Workers currently asleep on their futex (or about to be).
+    /// Workers currently asleep on their futex (or about to be), resting ones included.
     pub(crate) fn sleeping_workers(&self) -> usize {
         self.workers
             .iter()
-            .filter(|w| w.sleep.load(Ordering::Acquire) == SLEEPING)
+            .filter(|w| matches!(w.sleep.load(Ordering::Acquire), SLEEPING | SURPLUS))
             .count()
     }
 }

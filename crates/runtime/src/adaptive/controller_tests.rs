@@ -1,0 +1,372 @@
+//! Scripted profiles through the controller: Algorithm 1's cases, the phase-change watch and
+//! the sharing overlay.
+
+use super::*;
+
+/// Feeds the controller samples from `script` (what the program shows with `t` active
+/// workers, at whatever count the controller runs) until it settles (at most `limit`
+/// intervals); returns the decisions in order.
+fn run_until_settled(
+    c: &mut Controller,
+    script: &dyn Fn(usize) -> Sample,
+    limit: usize,
+) -> Vec<Decision> {
+    let mut out = Vec::new();
+    for _ in 0..limit {
+        let s = Sample {
+            active: c.active(),
+            ..script(c.active())
+        };
+        if let Some(d) = c.observe(&s) {
+            assert_eq!(d.active, c.active(), "a decision states the count in force");
+            out.push(d);
+        }
+        if c.settled() {
+            return out;
+        }
+    }
+    panic!("no decision after {limit} intervals: {out:?}");
+}
+
+fn quiet(cpu: f64) -> Sample {
+    Sample {
+        cpu,
+        lock_time: Some(0.0),
+        voluntary_per_s: 50.0,
+        migrations_per_s: Some(0.0),
+        ..Sample::default()
+    }
+}
+
+fn controller(min: usize, max: usize, cores: usize) -> Controller {
+    Controller::new(Limits::new(min, max, cores), Thresholds::default())
+}
+
+fn counts(ds: &[Decision]) -> Vec<(usize, Reason)> {
+    ds.iter().map(|d| (d.active, d.reason)).collect()
+}
+
+#[test]
+fn a_compute_bound_program_climbs_by_t_step_to_max() {
+    let mut c = controller(1, 8, 8); // T_step = 8 / 3 = 2
+    assert_eq!(c.start().active, 1);
+    let ds = run_until_settled(&mut c, &|t| quiet(t as f64), 100);
+    let full = Reason::Try { half: false };
+    assert_eq!(
+        counts(&ds),
+        vec![
+            (3, full),
+            (5, full),
+            (7, full),
+            (8, full),
+            (8, Reason::ReachedMax)
+        ]
+    );
+}
+
+#[test]
+fn high_and_rising_lock_contention_stops_at_the_best() {
+    // Lock time grows with the workers: 2 % at 1, 8 % at 3, 30 % at 5.
+    let lock = |t: usize| match t {
+        1 => 0.02,
+        3 => 0.08,
+        _ => 0.30,
+    };
+    let mut c = controller(1, 8, 8);
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            lock_time: Some(lock(t)),
+            ..quiet(t as f64 * 0.9)
+        },
+        100,
+    );
+    let last = *ds.last().unwrap();
+    assert_eq!(
+        last,
+        Decision {
+            active: 3,
+            reason: Reason::LockContention
+        },
+        "{ds:?}"
+    );
+}
+
+#[test]
+fn high_lock_with_sharply_more_switches_stops_within_the_cores() {
+    // Lock time high and flat (not rising), but voluntary switches jump from 3 to 5 workers.
+    let mut c = controller(1, 8, 8);
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            lock_time: Some(0.2),
+            voluntary_per_s: if t >= 5 { 5000.0 } else { 100.0 },
+            ..quiet(t as f64)
+        },
+        100,
+    );
+    assert_eq!(ds.last().unwrap().reason, Reason::LockContention, "{ds:?}");
+    assert_eq!(c.active(), 3);
+}
+
+#[test]
+fn medium_lock_and_switch_growth_take_half_steps() {
+    // LOCK between low (5 %) and high (10 %), voluntary switches rising moderately (+30 % from
+    // each tried count to the next: neither low nor high): ComputeNextT takes T_step / 2.
+    let mut c = controller(1, 9, 9); // T_step = 3, half = 1
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            lock_time: Some(0.07),
+            voluntary_per_s: 1000.0 * 1.3f64.powi(if t == 1 { 0 } else { t as i32 - 3 }),
+            ..quiet(t as f64)
+        },
+        200,
+    );
+    let tries: Vec<usize> = ds.iter().map(|d| d.active).collect();
+    assert_eq!(
+        tries[0], 4,
+        "the first step from min is a full T_step: {ds:?}"
+    );
+    assert_eq!(
+        ds[1],
+        Decision {
+            active: 5,
+            reason: Reason::Try { half: true }
+        },
+        "{ds:?}"
+    );
+    assert_eq!(c.active(), 9);
+}
+
+#[test]
+fn no_more_parallelism_keeps_the_best() {
+    // CPU utilisation flat beyond 2 workers.
+    let mut c = controller(2, 8, 8);
+    let ds = run_until_settled(&mut c, &|t| quiet(t.min(2) as f64), 100);
+    assert_eq!(
+        counts(&ds),
+        vec![
+            (4, Reason::Try { half: false }),
+            (2, Reason::NoMoreParallelism)
+        ]
+    );
+}
+
+#[test]
+fn throughput_decides_where_progress_is_reported() {
+    // More CPU is used with 2 workers (spinning), but less work gets done: fewer workers win.
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            throughput: Some(if t == 1 { 1000.0 } else { 800.0 }),
+            ..quiet(t as f64)
+        },
+        100,
+    );
+    assert_eq!(
+        ds.last().unwrap(),
+        &Decision {
+            active: 1,
+            reason: Reason::NoMoreParallelism
+        }
+    );
+    // And where it doubles, all workers win.
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            throughput: Some(1000.0 * t as f64),
+            ..quiet(t as f64)
+        },
+        100,
+    );
+    assert_eq!(
+        ds.last().unwrap(),
+        &Decision {
+            active: 2,
+            reason: Reason::ReachedMax
+        }
+    );
+}
+
+#[test]
+fn a_phase_change_searches_again() {
+    let mut c = controller(1, 2, 2);
+    let compute = |t: usize| quiet(t as f64);
+    run_until_settled(&mut c, &compute, 100);
+    assert_eq!(c.active(), 2);
+    // A few noisy intervals (below the shift thresholds) change nothing.
+    for _ in 0..10 {
+        let s = Sample {
+            lock_time: Some(0.1),
+            ..quiet(1.8)
+        };
+        assert_eq!(c.observe(&s), None);
+    }
+    // The program turns lock-bound: lock time 80 %, and a second worker adds nothing.
+    let lock_bound = |t: usize| Sample {
+        lock_time: Some(0.8),
+        voluntary_per_s: 100.0 * t as f64,
+        ..quiet(1.0)
+    };
+    let mut ds = Vec::new();
+    for _ in 0..Thresholds::default().phase_confirm {
+        if let Some(d) = c.observe(&Sample {
+            active: 2,
+            ..lock_bound(2)
+        }) {
+            ds.push(d);
+        }
+    }
+    assert_eq!(
+        ds,
+        vec![Decision {
+            active: 1,
+            reason: Reason::PhaseChange
+        }]
+    );
+    let ds = run_until_settled(&mut c, &lock_bound, 100);
+    assert_eq!(
+        ds.last().unwrap(),
+        &Decision {
+            active: 1,
+            reason: Reason::NoMoreParallelism
+        }
+    );
+}
+
+fn shared_machine(lock: f64, others: f64) -> SharingSignals {
+    SharingSignals {
+        cpus: 2,
+        runnable: Some(1.0 + 2.0 + others),
+        own_cpu: 2.0,
+        run_delay: Some(0.0),
+        lock_time: Some(lock),
+        ..SharingSignals::default()
+    }
+}
+
+#[test]
+fn sharing_caps_a_lock_bound_program_and_lifts_when_free() {
+    let mut c = controller(1, 2, 2);
+    run_until_settled(&mut c, &|t| quiet(t as f64), 100);
+    assert_eq!(c.active(), 2);
+    let busy = Sample {
+        active: 2,
+        sharing: shared_machine(0.9, 2.0),
+        ..quiet(2.0)
+    };
+    // One interval is not enough (hysteresis), the second caps.
+    assert_eq!(c.observe(&busy), None);
+    assert_eq!(
+        c.observe(&busy),
+        Some(Decision {
+            active: 1,
+            reason: Reason::Shared
+        })
+    );
+    assert_eq!(c.wanted(), 2, "the search's choice is kept");
+    // Capped: no phase-change watch (the profile is the other programs').
+    for _ in 0..10 {
+        let s = Sample {
+            active: 1,
+            sharing: shared_machine(0.9, 2.0),
+            ..quiet(0.3)
+        };
+        assert_eq!(c.observe(&s), None);
+    }
+    let free = Sample {
+        active: 1,
+        sharing: shared_machine(0.9, 0.0),
+        ..quiet(1.0)
+    };
+    assert_eq!(c.observe(&free), None);
+    assert_eq!(
+        c.observe(&free),
+        Some(Decision {
+            active: 2,
+            reason: Reason::Freed
+        })
+    );
+}
+
+#[test]
+fn sharing_leaves_a_scalable_program_alone() {
+    let mut c = controller(1, 2, 2);
+    run_until_settled(&mut c, &|t| quiet(t as f64), 100);
+    for _ in 0..5 {
+        let s = Sample {
+            active: 2,
+            sharing: shared_machine(0.0, 2.0),
+            ..quiet(2.0)
+        };
+        assert_eq!(c.observe(&s), None);
+    }
+    assert_eq!(c.active(), 2);
+}
+
+#[test]
+fn sharing_pauses_a_search_and_resumes_it() {
+    let mut c = controller(1, 4, 4); // T_step 1
+    let mut ds = Vec::new();
+    for _ in 0..3 {
+        ds.extend(c.observe(&Sample {
+            active: 1,
+            ..quiet(1.0)
+        }));
+    }
+    assert_eq!(
+        ds,
+        vec![Decision {
+            active: 2,
+            reason: Reason::Try { half: false }
+        }]
+    );
+    let mut busy = Sample {
+        active: 2,
+        sharing: shared_machine(0.9, 3.0),
+        ..quiet(2.0)
+    };
+    busy.sharing.cpus = 4;
+    assert_eq!(c.observe(&busy), None);
+    assert_eq!(
+        c.observe(&busy),
+        Some(Decision {
+            active: 1,
+            reason: Reason::Shared
+        })
+    );
+    for _ in 0..10 {
+        assert_eq!(
+            c.observe(&Sample { active: 1, ..busy }),
+            None,
+            "the search waits"
+        );
+    }
+    assert!(!c.settled());
+    let ds = run_until_settled(&mut c, &|t| quiet(t as f64), 100);
+    assert_eq!(
+        ds.first().unwrap(),
+        &Decision {
+            active: 2,
+            reason: Reason::Freed
+        },
+        "{ds:?}"
+    );
+    assert_eq!(
+        ds.last().unwrap(),
+        &Decision {
+            active: 4,
+            reason: Reason::ReachedMax
+        }
+    );
+}
+
+#[test]
+fn min_equal_max_settles_at_once() {
+    let mut c = controller(2, 2, 2);
+    let ds = run_until_settled(&mut c, &|t| quiet(t as f64), 100);
+    assert_eq!(counts(&ds), vec![(2, Reason::ReachedMax)]);
+}

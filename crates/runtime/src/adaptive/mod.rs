@@ -1,0 +1,248 @@
+//! Adaptive control of the worker count (issue 12): 003's Thread Reinforcer run online, 003's
+//! FaithFul scaling factor and 004 §3.3.2's advice for a shared machine.
+//!
+//! - `controller.rs`: the decisions, a pure state machine fed one profile per interval;
+//! - `sharing.rs`: the sharing rule (how far to back off when other programs want the CPUs);
+//! - `limit.rs`: the mechanism: workers above the active count hand their queued threads to
+//!   the injector and rest on their futex (no CPU) until the count rises again;
+//! - `thread.rs`: the controller thread (sampling `/proc`, lock time and progress, applying).
+//!
+//! Turned on with [`Builder::adaptive_workers`]; what it decided is in
+//! [`RuntimeStats::adaptive`](crate::RuntimeStats::adaptive).
+
+pub(crate) mod controller;
+mod limit;
+pub(crate) mod sharing;
+mod stats;
+mod thread;
+
+pub use controller::Reason as AdaptiveReason;
+pub use stats::{AdaptiveDecision, AdaptiveSample, AdaptiveStats};
+
+use crate::error::Error;
+use crate::registry::Shared;
+use crate::runtime::Builder;
+use crossbeam_utils::CachePadded;
+use footprint_pmu::ThreadRegistry;
+use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The controller's sampling interval (003's Reinforcer measures each try for 100 ms).
+pub(crate) const INTERVAL: Duration = Duration::from_millis(100);
+
+impl Builder {
+    /// Lets the runtime choose how many of its workers run (003's Thread Reinforcer, online):
+    /// it starts `min..=max` workers with `min` of them active, and a controller thread tries
+    /// more every 100 ms interval while the profile (CPU utilisation, lock time, voluntary
+    /// switch and migration rates, and throughput where the program calls [`progress`]) says
+    /// they help, stops at the best count, and searches again when the profile shifts (a phase
+    /// change). When other programs want the CPUs it lowers the count by FaithFul's scaling
+    /// factor (see the README's adaptive section) and raises it again when they leave. The
+    /// workers above the count rest on their futex (no CPU); their queued threads go to the
+    /// active ones. Decisions are in [`RuntimeStats::adaptive`](crate::RuntimeStats::adaptive).
+    ///
+    /// Overrides [`workers`](Builder::workers) (the runtime has `max` workers). Errors from
+    /// [`build`](Builder::build): [`Error::AdaptiveRange`] for `min` = 0, `min > max`, or `max`
+    /// above the CPUs the runtime may use.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().adaptive_workers(1..=2).build()?;
+    /// let v = rt.block_on(|| {
+    ///     footprint_runtime::progress(1); // one unit of work done
+    ///     6 * 7
+    /// });
+    /// assert_eq!(v, 42);
+    /// let a = rt.stats().adaptive.expect("adaptive runtime");
+    /// assert!((1..=2).contains(&a.active));
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn adaptive_workers(mut self, range: RangeInclusive<usize>) -> Builder {
+        self.adaptive = Some(range);
+        self
+    }
+}
+
+/// Checks `min..=max` against the CPUs the runtime may use.
+pub(crate) fn check_range(range: &RangeInclusive<usize>, cpus: usize) -> Result<(), Error> {
+    let (min, max) = (*range.start(), *range.end());
+    let reason = if min == 0 {
+        "min is 0: at least one worker must stay active"
+    } else if min > max {
+        "min is above max"
+    } else if max > cpus {
+        "max is above the CPUs the runtime may use"
+    } else {
+        return Ok(());
+    };
+    Err(Error::AdaptiveRange {
+        min,
+        max,
+        cpus,
+        reason,
+    })
+}
+
+/// An adaptive runtime's controller state, in its `Shared`.
+pub(crate) struct AdaptiveState {
+    pub(crate) min: usize,
+    pub(crate) max: usize,
+    /// CPUs the runtime may use (Algorithm 1's `NumCores`).
+    pub(crate) cpus: usize,
+    /// Progress units reported by green threads, per worker (written by the worker's own OS
+    /// thread only, like the accounting counters).
+    progress: Box<[CachePadded<AtomicU64>]>,
+    /// The workers' kernel thread ids (the profile's per-thread rows).
+    pub(crate) threads: ThreadRegistry,
+    /// What the controller decided and saw (read by `Runtime::stats`).
+    pub(crate) log: Mutex<stats::Log>,
+    /// Rests of workers above the active count, and hand-offs of queued threads they made.
+    pub(crate) rests: AtomicU64,
+    pub(crate) handed_off: AtomicU64,
+    pub(crate) started: Instant,
+    /// Set when the runtime drops: the controller thread stops.
+    pub(crate) stop: AtomicBool,
+    pub(crate) controller: Mutex<Option<std::thread::Thread>>,
+}
+
+/// Progress reported off the workers of any runtime (e.g. by the thread that called
+/// `block_on`): every adaptive runtime of the process counts it.
+static EXTERNAL_PROGRESS: AtomicU64 = AtomicU64::new(0);
+
+impl AdaptiveState {
+    pub(crate) fn new(range: &RangeInclusive<usize>, workers: usize, cpus: usize) -> AdaptiveState {
+        AdaptiveState {
+            min: *range.start(),
+            max: *range.end(),
+            cpus,
+            progress: (0..workers)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            threads: ThreadRegistry::new(),
+            log: Mutex::new(stats::Log::default()),
+            rests: AtomicU64::new(0),
+            handed_off: AtomicU64::new(0),
+            started: Instant::now(),
+            stop: AtomicBool::new(false),
+            controller: Mutex::new(None),
+        }
+    }
+
+    /// Progress units reported so far (this runtime's workers and off-worker callers).
+    pub(crate) fn progress_total(&self) -> u64 {
+        let own: u64 = self
+            .progress
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum();
+        own + EXTERNAL_PROGRESS.load(Ordering::Relaxed)
+    }
+
+    /// Stops the controller thread (the runtime is dropping).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self
+            .controller
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            t.unpark();
+        }
+    }
+}
+
+/// Says that the calling program finished `n` units of work (items, iterations, cells: any
+/// unit, as long as it stays the same within a phase). An adaptive runtime
+/// ([`Builder::adaptive_workers`]) then judges worker counts by throughput (units per second)
+/// rather than by CPU utilisation alone. Cheap (a per-worker counter); a no-op for runtimes
+/// that are not adaptive. A program that never calls it still works: the controller uses the
+/// profile alone.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().adaptive_workers(1..=1).build()?;
+/// rt.block_on(|| {
+///     for _ in 0..10 {
+///         // ... one unit of work ...
+///         footprint_runtime::progress(1);
+///     }
+/// });
+/// # Ok::<(), footprint_runtime::Error>(())
+/// ```
+pub fn progress(n: u64) {
+    let c = crate::context::ctx_ptr();
+    // SAFETY: a non-null context is the calling thread's own and alive; its runtime outlives
+    // its workers; a non-null worker pointer is the calling OS thread's worker.
+    unsafe {
+        if !c.is_null() && !(*c).worker.is_null() {
+            let shared: &Shared = &*(*c).shared;
+            if let Some(a) = &shared.adaptive {
+                // Written only by this worker's OS thread (green threads on one worker never
+                // interleave within this call).
+                crate::accounting::bump(&a.progress[(*(*c).worker).index], n);
+            }
+            return;
+        }
+    }
+    EXTERNAL_PROGRESS.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Starts the controller thread of an adaptive runtime and records the first decision.
+pub(crate) fn start(shared: &std::sync::Arc<Shared>) -> std::io::Result<()> {
+    thread::start(shared.clone())
+}
+
+impl crate::Runtime {
+    /// Workers active now: all of them, unless built with [`Builder::adaptive_workers`], whose
+    /// controller moves this between `min` and `max` (the others rest, using no CPU).
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
+    /// assert_eq!(rt.active_workers(), 2);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn active_workers(&self) -> usize {
+        self.shared.active_limit()
+    }
+
+    /// The intervals the adaptive controller sampled, oldest first (the last 512, about 50 s;
+    /// empty unless built with [`Builder::adaptive_workers`]): the profile its decisions in
+    /// [`RuntimeStats::adaptive`](crate::RuntimeStats::adaptive) were made on.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).build()?;
+    /// assert!(rt.adaptive_samples().is_empty());
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn adaptive_samples(&self) -> Vec<AdaptiveSample> {
+        self.shared.adaptive.as_ref().map_or_else(Vec::new, |a| {
+            let log = a.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.samples.iter().copied().collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_ranges_are_typed_errors_that_say_what_to_do() {
+        for (range, why) in [
+            (0..=2, "min is 0"),
+            (3..=2, "min is above max"),
+            (1..=5, "above the CPUs"),
+        ] {
+            let e = check_range(&range, 4).unwrap_err();
+            assert!(matches!(e, Error::AdaptiveRange { .. }), "{e:?}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains(why) && msg.contains("adaptive_workers"),
+                "{msg}"
+            );
+        }
+        assert!(check_range(&(1..=4), 4).is_ok());
+        assert!(check_range(&(2..=2), 4).is_ok());
+    }
+}
