@@ -20,7 +20,8 @@
 //! run, not handed off: it returns to its loop for them and rests again afterwards.
 //!
 //! General wake-ups (`notify_one`) only pick `SLEEPING` workers, so a resting worker never
-//! swallows one. During shutdown no worker is surplus (all help finish).
+//! swallows one; a worker that was asleep when the limit fell and is woken by one passes it on
+//! (`notify_one` on entering its rest). During shutdown no worker is surplus (all help finish).
 
 use crate::job::{Job, RawJob};
 use crate::registry::{Shared, WorkerLocal, AWAKE, NOTIFIED, SURPLUS};
@@ -44,6 +45,9 @@ impl WorkerLocal {
         if let Some(a) = &sh.adaptive {
             a.rests.fetch_add(1, Ordering::Relaxed);
         }
+        // It may have been woken from an ordinary sleep by a `notify_one` meant for work it will
+        // not take: pass the wake-up on.
+        sh.notify_one(self.index);
         loop {
             self.hand_off(sh);
             if me.inbox.bound_len.load(Ordering::Acquire) > 0 {

@@ -206,6 +206,34 @@ impl crate::Runtime {
         self.shared.active_limit()
     }
 
+    /// Sets the number of active workers by hand: workers `n..` hand their queued threads to
+    /// the first `n` and rest (no CPU) until it is raised again. An adaptive runtime's
+    /// controller sets it again at its next decision. Errors: [`Error::ZeroWorkers`] for 0,
+    /// [`Error::NoSuchWorker`] above [`workers`](crate::Runtime::workers).
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(2).pin(false).build()?;
+    /// rt.set_active_workers(1)?;
+    /// assert_eq!(rt.block_on(|| 6 * 7), 42); // runs on worker 0 only
+    /// rt.set_active_workers(2)?;
+    /// assert!(rt.set_active_workers(3).is_err());
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn set_active_workers(&self, n: usize) -> Result<(), Error> {
+        let workers = self.shared.workers.len();
+        if n == 0 {
+            return Err(Error::ZeroWorkers);
+        }
+        if n > workers {
+            return Err(Error::NoSuchWorker {
+                worker: n - 1,
+                workers,
+            });
+        }
+        self.shared.set_active(n);
+        Ok(())
+    }
+
     /// The intervals the adaptive controller sampled, oldest first (the last 512, about 50 s;
     /// empty unless built with [`Builder::adaptive_workers`]): the profile its decisions in
     /// [`RuntimeStats::adaptive`](crate::RuntimeStats::adaptive) were made on.
