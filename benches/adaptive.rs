@@ -32,7 +32,7 @@ fn workloads(c: &mut Criterion) {
     let mut g = c.benchmark_group("adaptive");
     for config in Config::all() {
         let rt = config.build();
-        adaptive::settle(&rt, SETTLE, |rt| {
+        adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
             adaptive::lock_bound(rt, 50);
         });
         eprintln!("lock_bound {}: {}", config.name(), adaptive::describe(&rt));
@@ -43,7 +43,7 @@ fn workloads(c: &mut Criterion) {
     }
     for config in Config::all() {
         let rt = config.build();
-        adaptive::settle(&rt, SETTLE, |rt| {
+        adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
             adaptive::fork_join(rt, 4);
         });
         eprintln!("fork_join {}: {}", config.name(), adaptive::describe(&rt));
@@ -69,13 +69,17 @@ fn multiprogramming(c: &mut Criterion) {
         let _background = program::Background::start(program::Variant::Informed, degree - 1);
         for config in Config::all() {
             let rt = config.build();
-            adaptive::settle(&rt, SETTLE, |rt| {
+            adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
                 adaptive::lock_barrier(rt, 2000);
             });
             g.bench_function(BenchmarkId::new(config.name(), degree), |b| {
                 b.iter_custom(|iters| adaptive::lock_barrier(&rt, iters))
             });
-            eprintln!("multiprog {degree} {}: {}", config.name(), adaptive::describe(&rt));
+            eprintln!(
+                "multiprog {degree} {}: {}",
+                config.name(),
+                adaptive::describe(&rt)
+            );
         }
     }
     g.finish();

@@ -149,16 +149,17 @@ pub fn lock_barrier(rt: &Runtime, iters: u64) -> Duration {
     start.elapsed()
 }
 
-/// Runs `f` in batches until the adaptive runtime's search has settled (at most `limit`); a
-/// no-op for fixed runtimes. Returns whether it settled.
-pub fn settle(rt: &Runtime, limit: Duration, mut f: impl FnMut(&Runtime)) -> bool {
+/// Runs `f` in batches for at least `min` (so that a runtime that settled on another workload
+/// notices the change) and then until the adaptive runtime's search has settled (at most
+/// `limit` in all); a no-op for fixed runtimes. Returns whether it settled.
+pub fn settle(rt: &Runtime, min: Duration, limit: Duration, mut f: impl FnMut(&Runtime)) -> bool {
     let Some(_) = rt.stats().adaptive else {
         return true;
     };
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
+    let start = Instant::now();
+    while start.elapsed() < limit {
         f(rt);
-        if rt.stats().adaptive.is_some_and(|a| a.settled) {
+        if start.elapsed() >= min && rt.stats().adaptive.is_some_and(|a| a.settled) {
             return true;
         }
     }
@@ -170,7 +171,10 @@ pub fn describe(rt: &Runtime) -> String {
     match rt.stats().adaptive {
         None => format!("{} workers", rt.workers()),
         Some(a) => {
-            let last = a.decisions.last().map_or("-".to_string(), |d| d.reason.to_string());
+            let last = a
+                .decisions
+                .last()
+                .map_or("-".to_string(), |d| d.reason.to_string());
             format!(
                 "adaptive: {} active (wants {}), {} decisions, last: {last}; controller {:.3} % of a core",
                 a.active,

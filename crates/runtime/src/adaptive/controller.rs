@@ -27,6 +27,9 @@
 //!
 //! # Sharing the machine
 //!
+//! Idle intervals (less than [`Thresholds::idle_cpu`] CPUs busy: the program waits for its
+//! caller or for I/O) are skipped: they are neither a measurement nor a phase change.
+//!
 //! Every interval the sharing rule (`sharing.rs`) may cap the count below what the search
 //! wants; while capped, the search is paused (its measurements would be the other programs'),
 //! and when the cap lifts the runtime returns to the count it wanted and re-measures it.
@@ -106,6 +109,9 @@ pub struct Thresholds {
     pub measure: u32,
     /// Intervals in a row the machine must look shared (or free) before the cap moves.
     pub sharing_confirm: u32,
+    /// An interval with less CPU use than this (CPUs' worth) is idle: the program waits for
+    /// something else (I/O, its caller), so it says nothing about worker counts and is skipped.
+    pub idle_cpu: f64,
 }
 
 impl Default for Thresholds {
@@ -127,6 +133,7 @@ impl Default for Thresholds {
             settle: 1,
             measure: 2,
             sharing_confirm: 2,
+            idle_cpu: 0.1,
         }
     }
 }
@@ -329,6 +336,9 @@ impl Controller {
         }
         if self.cap.is_some_and(|c| c < self.wanted()) {
             return None; // capped: the search waits for the machine
+        }
+        if s.cpu < self.th.idle_cpu {
+            return None; // idle: neither a measurement nor a phase change
         }
         match &mut self.phase {
             Phase::Measuring { skip, acc, .. } => {

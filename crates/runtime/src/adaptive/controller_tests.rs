@@ -370,3 +370,43 @@ fn min_equal_max_settles_at_once() {
     let ds = run_until_settled(&mut c, &|t| quiet(t as f64), 100);
     assert_eq!(counts(&ds), vec![(2, Reason::ReachedMax)]);
 }
+
+#[test]
+fn idle_intervals_are_neither_measurements_nor_phase_changes() {
+    let mut c = controller(1, 2, 2);
+    run_until_settled(&mut c, &|t| quiet(t as f64), 100);
+    assert_eq!(c.active(), 2);
+    // The program waits for its caller between runs: CPU near 0, no throughput.
+    for _ in 0..20 {
+        let idle = Sample {
+            active: 2,
+            throughput: Some(0.0),
+            ..quiet(0.02)
+        };
+        assert_eq!(c.observe(&idle), None);
+    }
+    assert!(
+        c.settled() && c.active() == 2,
+        "no re-search on idle intervals"
+    );
+    // During a search, idle intervals do not enter the profile: the try still shows its gain.
+    let mut c = controller(1, 2, 2);
+    let mut ds = Vec::new();
+    for i in 0..40 {
+        let t = c.active();
+        let s = if i % 2 == 0 {
+            quiet(0.0)
+        } else {
+            quiet(t as f64)
+        };
+        ds.extend(c.observe(&Sample { active: t, ..s }));
+    }
+    assert_eq!(
+        ds.last(),
+        Some(&Decision {
+            active: 2,
+            reason: Reason::ReachedMax
+        }),
+        "{ds:?}"
+    );
+}
