@@ -168,20 +168,29 @@ pub fn settle(rt: &Runtime, min: Duration, limit: Duration, mut f: impl FnMut(&R
 
 /// The adaptive runtime's state in one line (for the bench's log).
 pub fn describe(rt: &Runtime) -> String {
-    match rt.stats().adaptive {
-        None => format!("{} workers", rt.workers()),
-        Some(a) => {
-            let last = a
-                .decisions
-                .last()
-                .map_or("-".to_string(), |d| d.reason.to_string());
-            format!(
-                "adaptive: {} active (wants {}), {} decisions, last: {last}; controller {:.3} % of a core",
-                a.active,
-                a.wanted,
-                a.decisions_total,
-                100.0 * a.controller_share()
-            )
+    let Some(a) = rt.stats().adaptive else {
+        return format!("{} workers", rt.workers());
+    };
+    let last = a
+        .decisions
+        .last()
+        .map_or("-".to_string(), |d| d.reason.to_string());
+    // How often each reason came up among the kept decisions.
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for d in &a.decisions {
+        let r = format!("{:?}", d.reason);
+        match reasons.iter_mut().find(|(n, _)| *n == r) {
+            Some((_, c)) => *c += 1,
+            None => reasons.push((r, 1)),
         }
     }
+    let reasons: Vec<String> = reasons.iter().map(|(r, c)| format!("{r} x{c}")).collect();
+    format!(
+        "adaptive: {} active (wants {}), {} decisions ({}), last: {last}; controller {:.3} % of a core",
+        a.active,
+        a.wanted,
+        a.decisions_total,
+        reasons.join(", "),
+        100.0 * a.controller_share()
+    )
 }

@@ -243,3 +243,20 @@ fn a_worker_resting_mid_queue_hands_every_thread_on() {
         assert!(a.rests > 0 && a.handed_off > 0, "{a}");
     });
 }
+
+#[test]
+fn broadcast_reaches_resting_workers() {
+    with_watchdog(60, "broadcast with resting workers", || {
+        let rt = Runtime::builder().workers(3).pin(false).build().unwrap();
+        rt.set_active_workers(1).unwrap();
+        for _ in 0..20 {
+            let seen = rt.broadcast(|ctx| (ctx.index(), footprint_runtime::current_thread_index()));
+            assert_eq!(seen, vec![(0, Some(0)), (1, Some(1)), (2, Some(2))]);
+        }
+        assert_eq!(
+            rt.active_workers(),
+            1,
+            "a broadcast does not change the limit"
+        );
+    });
+}
