@@ -18,7 +18,8 @@ fn allowed_cpus() -> usize {
 #[test]
 fn bad_ranges_are_typed_errors() {
     let cpus = allowed_cpus();
-    for range in [0..=1, 2..=1, 1..=cpus + 1] {
+    // min 0, min > max (an empty range, on purpose), max above the CPUs.
+    for range in [0..=1, std::ops::RangeInclusive::new(2, 1), 1..=cpus + 1] {
         match Runtime::builder().adaptive_workers(range.clone()).build() {
             Err(Error::AdaptiveRange { min, max, .. }) => {
                 assert_eq!((min, max), (*range.start(), *range.end()))

@@ -259,7 +259,7 @@ mod tests {
     fn bad_ranges_are_typed_errors_that_say_what_to_do() {
         for (range, why) in [
             (0..=2, "min is 0"),
-            (3..=2, "min is above max"),
+            (RangeInclusive::new(3, 2), "min is above max"),
             (1..=5, "above the CPUs"),
         ] {
             let e = check_range(&range, 4).unwrap_err();
