@@ -28,30 +28,43 @@ use std::time::Duration;
 
 const SETTLE: Duration = Duration::from_secs(4);
 
+/// One workload on every configuration: each runtime warmed with `warm` until settled, then
+/// timed with `run`.
+fn side_by_side(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    warm: impl Fn(&footprint::Runtime),
+    run: impl Fn(&footprint::Runtime, u64) -> Duration,
+) {
+    for config in Config::all() {
+        let rt = config.build();
+        adaptive::settle(&rt, Duration::ZERO, SETTLE, &warm);
+        eprintln!("{name} {}: {}", config.name(), adaptive::describe(&rt));
+        g.bench_function(BenchmarkId::new(name, config.name()), |b| {
+            b.iter_custom(|iters| run(&rt, iters))
+        });
+        eprintln!("  after: {}", adaptive::describe(&rt));
+    }
+}
+
 fn workloads(c: &mut Criterion) {
     let mut g = c.benchmark_group("adaptive");
-    for config in Config::all() {
-        let rt = config.build();
-        adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
+    side_by_side(
+        &mut g,
+        "lock_bound",
+        |rt| {
             adaptive::lock_bound(rt, 50);
-        });
-        eprintln!("lock_bound {}: {}", config.name(), adaptive::describe(&rt));
-        g.bench_function(BenchmarkId::new("lock_bound", config.name()), |b| {
-            b.iter_custom(|iters| adaptive::lock_bound(&rt, iters))
-        });
-        eprintln!("  after: {}", adaptive::describe(&rt));
-    }
-    for config in Config::all() {
-        let rt = config.build();
-        adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
+        },
+        adaptive::lock_bound,
+    );
+    side_by_side(
+        &mut g,
+        "fork_join",
+        |rt| {
             adaptive::fork_join(rt, 4);
-        });
-        eprintln!("fork_join {}: {}", config.name(), adaptive::describe(&rt));
-        g.bench_function(BenchmarkId::new("fork_join", config.name()), |b| {
-            b.iter_custom(|iters| adaptive::fork_join(&rt, iters))
-        });
-        eprintln!("  after: {}", adaptive::describe(&rt));
-    }
+        },
+        adaptive::fork_join,
+    );
     g.sample_size(10);
     for config in Config::all() {
         let rt = config.build();

@@ -48,8 +48,8 @@ impl WorkerLocal {
         self.tick.set(tick);
         if tick.is_multiple_of(FAIR_TICK) {
             // adaptive (issue 12): above the active limit, take no more local work (the loop
-            // then rests, handing it off).
-            if self.surplus() {
+            // then rests, handing it off). Out of line: the pick's code stays as it was.
+            if self.surplus_on_tick() {
                 return None;
             }
             if let Some(j) = self.pop_own_inbox(me) {

@@ -5,8 +5,9 @@
 //! # Thread Reinforcer, online (003 ch. 2, Algorithm 1)
 //!
 //! The search starts at `min` workers. Each configuration is measured over a few intervals
-//! (the first after a change is skipped: the queues are still moving) and its [`Profile`]
-//! averaged. It then tries `T_try = T_best + ΔT` workers and compares:
+//! (the first after a change is skipped: the queues are still moving) and its profile (a
+//! [`Sample`], the mean of the measured intervals) kept. It then tries `T_try = T_best + ΔT`
+//! workers and compares:
 //!
 //! - **Terminate** (keep `T_best`) when the try found no more parallelism — the CPU
 //!   utilisation grew by less than [`Thresholds::cpu_gain_low`] CPUs per added worker, or,
@@ -36,7 +37,8 @@
 
 use super::sharing::{sharing_cap, SharingSignals};
 
-/// One interval as the controller sees it.
+/// One interval as the controller sees it; also a configuration's profile (the mean of its
+/// measured intervals, with no sharing signals).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sample {
     /// Workers that were active during the interval.
@@ -53,23 +55,6 @@ pub struct Sample {
     pub throughput: Option<f64>,
     /// What the sharing rule reads.
     pub sharing: SharingSignals,
-}
-
-/// A configuration's profile: the mean of its measured samples.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Profile {
-    /// Active workers.
-    pub active: usize,
-    /// CPU utilisation, CPUs' worth.
-    pub cpu: f64,
-    /// Lock time, if known.
-    pub lock_time: Option<f64>,
-    /// Voluntary switches per second.
-    pub voluntary_per_s: f64,
-    /// Migrations per second, if known.
-    pub migrations_per_s: Option<f64>,
-    /// Progress per second, if reported.
-    pub throughput: Option<f64>,
 }
 
 /// The thresholds of Algorithm 1 and of the phase-change watch. 003 does not print its values;
@@ -244,15 +229,16 @@ impl Acc {
         add_opt(&mut self.thr, s.throughput, first);
     }
 
-    fn profile(&self, active: usize) -> Profile {
+    fn profile(&self, active: usize) -> Sample {
         let n = f64::from(self.n.max(1));
-        Profile {
+        Sample {
             active,
             cpu: self.cpu / n,
             lock_time: self.lock.map(|v| v / n),
             voluntary_per_s: self.vcx / n,
             migrations_per_s: self.migr.map(|v| v / n),
             throughput: self.thr.map(|v| v / n),
+            sharing: SharingSignals::default(),
         }
     }
 }
@@ -262,16 +248,12 @@ enum Phase {
     /// Measuring `t` workers; `best` is the profile of the current best (none yet at the start).
     Measuring {
         t: usize,
-        best: Option<Profile>,
+        best: Option<Sample>,
         skip: u32,
         acc: Acc,
     },
     /// The search is over: `best.active` workers; `drift` intervals in a row looked different.
-    Settled {
-        best: Profile,
-        skip: u32,
-        drift: u32,
-    },
+    Settled { best: Sample, skip: u32, drift: u32 },
 }
 
 /// The controller (see the module docs).
@@ -374,7 +356,7 @@ impl Controller {
         }
     }
 
-    fn measuring(&self, t: usize, best: Option<Profile>) -> Phase {
+    fn measuring(&self, t: usize, best: Option<Sample>) -> Phase {
         Phase::Measuring {
             t,
             best,
@@ -383,7 +365,7 @@ impl Controller {
         }
     }
 
-    fn settle(&mut self, best: Profile, reason: Reason) -> Option<Decision> {
+    fn settle(&mut self, best: Sample, reason: Reason) -> Option<Decision> {
         self.phase = Phase::Settled {
             best,
             skip: self.th.settle,
@@ -419,7 +401,7 @@ impl Controller {
     }
 
     /// Accepts `tried` as the best and moves on by `T_step` or `T_step / 2`.
-    fn try_next(&mut self, prev: Profile, tried: Profile, t: usize) -> Option<Decision> {
+    fn try_next(&mut self, prev: Sample, tried: Sample, t: usize) -> Option<Decision> {
         let half = !full_step(&self.th, &self.limits, &prev, &tried);
         let dt = if half {
             (self.limits.step / 2).max(1)
@@ -488,22 +470,22 @@ fn rose_slowly(th: &Thresholds, old: f64, new: f64) -> bool {
 }
 
 /// LOCK is low (unknown counts as low: no lock contention seen).
-fn lock_low(th: &Thresholds, p: &Profile) -> bool {
+fn lock_low(th: &Thresholds, p: &Sample) -> bool {
     p.lock_time.is_none_or(|l| l < th.lock_low)
 }
 
-fn lock_high(th: &Thresholds, p: &Profile) -> bool {
+fn lock_high(th: &Thresholds, p: &Sample) -> bool {
     p.lock_time.is_some_and(|l| l >= th.lock_high)
 }
 
-fn lock_rising(th: &Thresholds, best: &Profile, tried: &Profile) -> bool {
+fn lock_rising(th: &Thresholds, best: &Sample, tried: &Sample) -> bool {
     match (best.lock_time, tried.lock_time) {
         (Some(b), Some(t)) => t - b >= th.lock_delta_high,
         _ => false,
     }
 }
 
-fn migrations_rising(th: &Thresholds, best: &Profile, tried: &Profile) -> bool {
+fn migrations_rising(th: &Thresholds, best: &Sample, tried: &Sample) -> bool {
     match (best.migrations_per_s, tried.migrations_per_s) {
         (Some(b), Some(t)) => rose_sharply(th, b, t),
         _ => false,
@@ -511,7 +493,7 @@ fn migrations_rising(th: &Thresholds, best: &Profile, tried: &Profile) -> bool {
 }
 
 /// Algorithm 1's Terminate: `Some(why)` to stop at `best`.
-fn terminate(th: &Thresholds, l: &Limits, best: &Profile, tried: &Profile) -> Option<Reason> {
+fn terminate(th: &Thresholds, l: &Limits, best: &Sample, tried: &Sample) -> Option<Reason> {
     let added = tried.active.saturating_sub(best.active).max(1) as f64;
     let no_gain = match (best.throughput, tried.throughput) {
         (Some(b), Some(t)) if b > 0.0 => t < b * (1.0 + th.throughput_gain),
@@ -534,7 +516,7 @@ fn terminate(th: &Thresholds, l: &Limits, best: &Profile, tried: &Profile) -> Op
 
 /// Algorithm 1's ComputeNextT: whether the next step is a full `T_step` (low LOCK, or low
 /// ΔVCX — ΔMIGR above the core count — or high LOCK with low ΔLOCK).
-fn full_step(th: &Thresholds, l: &Limits, best: &Profile, tried: &Profile) -> bool {
+fn full_step(th: &Thresholds, l: &Limits, best: &Sample, tried: &Sample) -> bool {
     let slow = if tried.active <= l.cores {
         rose_slowly(th, best.voluntary_per_s, tried.voluntary_per_s)
     } else {
@@ -551,7 +533,7 @@ fn full_step(th: &Thresholds, l: &Limits, best: &Profile, tried: &Profile) -> bo
 }
 
 /// Whether interval `s` differs from the chosen profile enough to count towards a phase change.
-fn shifted(th: &Thresholds, best: &Profile, s: &Sample) -> bool {
+fn shifted(th: &Thresholds, best: &Sample, s: &Sample) -> bool {
     let rel = |a: f64, b: f64| (a - b).abs() > th.phase_rel_shift * a.abs().max(b.abs());
     let lock = matches!((best.lock_time, s.lock_time), (Some(a), Some(b)) if (a - b).abs() >= th.phase_lock_shift);
     let thr = matches!((best.throughput, s.throughput), (Some(a), Some(b)) if rel(a, b));

@@ -36,6 +36,14 @@ impl WorkerLocal {
         self.index >= sh.active.load(Ordering::Relaxed) && !sh.shutdown.load(Ordering::Relaxed)
     }
 
+    /// [`surplus`](Self::surplus), out of line, for the fairness tick of the local pick (so
+    /// that the pick's inlined code is unchanged by the check).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn surplus_on_tick(&self) -> bool {
+        self.surplus()
+    }
+
     /// Hands this worker's queued threads to the injector and rests until it is active again,
     /// the runtime shuts down, or a thread is bound to it (see the module docs).
     #[cold]
