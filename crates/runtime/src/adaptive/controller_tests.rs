@@ -155,40 +155,26 @@ fn no_more_parallelism_keeps_the_best() {
 
 #[test]
 fn throughput_decides_where_progress_is_reported() {
+    // The last decision of a search on 1..=2 where `throughput(t)` units/s get done at `t`.
+    let last = |throughput: fn(usize) -> f64| {
+        let mut c = controller(1, 2, 2);
+        let ds = run_until_settled(
+            &mut c,
+            &|t| Sample {
+                throughput: Some(throughput(t)),
+                ..quiet(t as f64)
+            },
+            100,
+        );
+        ds.last().copied()
+    };
     // More CPU is used with 2 workers (spinning), but less work gets done: fewer workers win.
-    let mut c = controller(1, 2, 2);
-    let ds = run_until_settled(
-        &mut c,
-        &|t| Sample {
-            throughput: Some(if t == 1 { 1000.0 } else { 800.0 }),
-            ..quiet(t as f64)
-        },
-        100,
-    );
     assert_eq!(
-        ds.last().unwrap(),
-        &Decision {
-            active: 1,
-            reason: Reason::NoMoreParallelism
-        }
+        last(|t| if t == 1 { 1000.0 } else { 800.0 }),
+        decided(1, Reason::NoMoreParallelism)
     );
     // And where it doubles, all workers win.
-    let mut c = controller(1, 2, 2);
-    let ds = run_until_settled(
-        &mut c,
-        &|t| Sample {
-            throughput: Some(1000.0 * t as f64),
-            ..quiet(t as f64)
-        },
-        100,
-    );
-    assert_eq!(
-        ds.last().unwrap(),
-        &Decision {
-            active: 2,
-            reason: Reason::ReachedMax
-        }
-    );
+    assert_eq!(last(|t| 1000.0 * t as f64), decided(2, Reason::ReachedMax));
 }
 
 #[test]
@@ -248,48 +234,36 @@ fn shared_machine(lock: f64, others: f64) -> SharingSignals {
     }
 }
 
+/// An interval at `active` workers with `cpu` CPUs busy, on a machine that looks like `sharing`.
+fn under(active: usize, sharing: SharingSignals, cpu: f64) -> Sample {
+    Sample {
+        active,
+        sharing,
+        ..quiet(cpu)
+    }
+}
+
+fn decided(active: usize, reason: Reason) -> Option<Decision> {
+    Some(Decision { active, reason })
+}
+
 #[test]
 fn sharing_caps_a_lock_bound_program_and_lifts_when_free() {
     let mut c = controller(1, 2, 2);
     run_until_settled(&mut c, &|t| quiet(t as f64), 100);
     assert_eq!(c.active(), 2);
-    let busy = Sample {
-        active: 2,
-        sharing: shared_machine(0.9, 2.0),
-        ..quiet(2.0)
-    };
+    let busy = under(2, shared_machine(0.9, 2.0), 2.0);
     // One interval is not enough (hysteresis), the second caps.
     assert_eq!(c.observe(&busy), None);
-    assert_eq!(
-        c.observe(&busy),
-        Some(Decision {
-            active: 1,
-            reason: Reason::Shared
-        })
-    );
+    assert_eq!(c.observe(&busy), decided(1, Reason::Shared));
     assert_eq!(c.wanted(), 2, "the search's choice is kept");
     // Capped: no phase-change watch (the profile is the other programs').
     for _ in 0..10 {
-        let s = Sample {
-            active: 1,
-            sharing: shared_machine(0.9, 2.0),
-            ..quiet(0.3)
-        };
-        assert_eq!(c.observe(&s), None);
+        assert_eq!(c.observe(&under(1, shared_machine(0.9, 2.0), 0.3)), None);
     }
-    let free = Sample {
-        active: 1,
-        sharing: shared_machine(0.9, 0.0),
-        ..quiet(1.0)
-    };
+    let free = under(1, shared_machine(0.9, 0.0), 1.0);
     assert_eq!(c.observe(&free), None);
-    assert_eq!(
-        c.observe(&free),
-        Some(Decision {
-            active: 2,
-            reason: Reason::Freed
-        })
-    );
+    assert_eq!(c.observe(&free), decided(2, Reason::Freed));
 }
 
 #[test]
@@ -297,12 +271,7 @@ fn sharing_leaves_a_scalable_program_alone() {
     let mut c = controller(1, 2, 2);
     run_until_settled(&mut c, &|t| quiet(t as f64), 100);
     for _ in 0..5 {
-        let s = Sample {
-            active: 2,
-            sharing: shared_machine(0.0, 2.0),
-            ..quiet(2.0)
-        };
-        assert_eq!(c.observe(&s), None);
+        assert_eq!(c.observe(&under(2, shared_machine(0.0, 2.0), 2.0)), None);
     }
     assert_eq!(c.active(), 2);
 }
@@ -324,20 +293,10 @@ fn sharing_pauses_a_search_and_resumes_it() {
             reason: Reason::Try { half: false }
         }]
     );
-    let mut busy = Sample {
-        active: 2,
-        sharing: shared_machine(0.9, 3.0),
-        ..quiet(2.0)
-    };
+    let mut busy = under(2, shared_machine(0.9, 3.0), 2.0);
     busy.sharing.cpus = 4;
     assert_eq!(c.observe(&busy), None);
-    assert_eq!(
-        c.observe(&busy),
-        Some(Decision {
-            active: 1,
-            reason: Reason::Shared
-        })
-    );
+    assert_eq!(c.observe(&busy), decided(1, Reason::Shared));
     for _ in 0..10 {
         assert_eq!(
             c.observe(&Sample { active: 1, ..busy }),
