@@ -33,7 +33,10 @@
 //!
 //! Every interval the sharing rule (`sharing.rs`) may cap the count below what the search
 //! wants; while capped, the search is paused (its measurements would be the other programs'),
-//! and when the cap lifts the runtime returns to the count it wanted and re-measures it.
+//! and when the cap lifts the runtime returns to the count it wanted and re-measures it. Where
+//! the program reports progress, a cap is checked: if the throughput under it is lower than at
+//! the wanted count just before (by more than [`Thresholds::throughput_gain`]), the cap is
+//! lifted and no new one is set until the machine is seen free (or the phase changes).
 
 use super::sharing::{sharing_cap, SharingSignals};
 
@@ -147,6 +150,9 @@ pub enum Reason {
     Shared,
     /// The machine freed up: back to the count the search wants.
     Freed,
+    /// Under the sharing cap the program did less work per second than before it (it reports
+    /// progress): back to the count the search wants, and no cap until the machine is free.
+    CapRefuted,
 }
 
 impl std::fmt::Display for Reason {
@@ -161,6 +167,7 @@ impl std::fmt::Display for Reason {
             Reason::PhaseChange => "phase change: search again",
             Reason::Shared => "machine shared: capped",
             Reason::Freed => "machine free: cap lifted",
+            Reason::CapRefuted => "cap cost throughput: lifted",
         })
     }
 }
@@ -256,6 +263,14 @@ enum Phase {
     Settled { best: Sample, skip: u32, drift: u32 },
 }
 
+/// The check of a sharing cap against the throughput before it.
+#[derive(Clone, Copy, Debug)]
+struct CapCheck {
+    before: f64,
+    skip: u32,
+    acc: Acc,
+}
+
 /// The controller (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Controller {
@@ -265,6 +280,12 @@ pub struct Controller {
     cap: Option<usize>,
     /// Intervals in a row the sharing rule disagreed with the cap in force.
     sharing_votes: u32,
+    /// Recent throughput (a moving average) and the active count it was measured at.
+    recent: Option<(usize, f64)>,
+    /// A cap being checked against the throughput before it.
+    cap_check: Option<CapCheck>,
+    /// The last cap cost throughput: no cap until the machine is seen free.
+    cap_refuted: bool,
 }
 
 impl Controller {
@@ -281,6 +302,9 @@ impl Controller {
             },
             cap: None,
             sharing_votes: 0,
+            recent: None,
+            cap_check: None,
+            cap_refuted: false,
         }
     }
 
@@ -316,11 +340,17 @@ impl Controller {
         if let Some(d) = self.sharing(&s.sharing) {
             return Some(d);
         }
-        if self.cap.is_some_and(|c| c < self.wanted()) {
-            return None; // capped: the search waits for the machine
-        }
         if s.cpu < self.th.idle_cpu {
             return None; // idle: neither a measurement nor a phase change
+        }
+        if self.cap.is_some_and(|c| c < self.wanted()) {
+            return self.check_cap(s); // capped: the search waits for the machine
+        }
+        if let Some(t) = s.throughput {
+            self.recent = Some(match self.recent {
+                Some((n, r)) if n == s.active => (n, 0.7 * r + 0.3 * t),
+                _ => (s.active, t),
+            });
         }
         match &mut self.phase {
             Phase::Measuring { skip, acc, .. } => {
@@ -348,6 +378,7 @@ impl Controller {
                     return None;
                 }
                 self.phase = self.measuring(self.limits.min, None);
+                self.cap_refuted = false;
                 Some(Decision {
                     active: self.active(),
                     reason: Reason::PhaseChange,
@@ -420,7 +451,14 @@ impl Controller {
     fn sharing(&mut self, s: &SharingSignals) -> Option<Decision> {
         let wanted = self.wanted();
         let before = self.active();
-        let proposed = sharing_cap(s, self.limits.min, wanted, before);
+        let mut proposed = sharing_cap(s, self.limits.min, wanted, before);
+        if self.cap_refuted {
+            if proposed.is_none_or(|c| c >= wanted) {
+                self.cap_refuted = false; // the machine is free again
+            } else {
+                proposed = None; // the last cap cost throughput: none until then
+            }
+        }
         if proposed == self.cap {
             self.sharing_votes = 0;
             return None;
@@ -441,6 +479,15 @@ impl Controller {
         } else {
             Reason::Freed
         };
+        // A cap is checked against the throughput measured at the wanted count just before.
+        self.cap_check = match (reason, self.recent) {
+            (Reason::Shared, Some((n, t))) if n == wanted && t > 0.0 => Some(CapCheck {
+                before: t,
+                skip: self.th.settle,
+                acc: Acc::default(),
+            }),
+            _ => None,
+        };
         if was_capped && reason == Reason::Freed {
             // Back to the wanted count: measure it afresh.
             self.phase = match self.phase {
@@ -455,6 +502,35 @@ impl Controller {
         Some(Decision {
             active: after,
             reason,
+        })
+    }
+}
+
+impl Controller {
+    /// While capped: measures the throughput under the cap; lifts the cap when it is lower than
+    /// before it by more than [`Thresholds::throughput_gain`].
+    fn check_cap(&mut self, s: &Sample) -> Option<Decision> {
+        let ck = self.cap_check.as_mut()?;
+        if ck.skip > 0 {
+            ck.skip -= 1;
+            return None;
+        }
+        ck.acc.add(s);
+        if ck.acc.n < self.th.measure {
+            return None;
+        }
+        let before = ck.before;
+        let under = ck.acc.profile(s.active).throughput;
+        self.cap_check = None;
+        if under.is_some_and(|u| u >= before * (1.0 - self.th.throughput_gain)) {
+            return None; // the cap costs nothing measurable: keep it
+        }
+        self.cap = None;
+        self.cap_refuted = true;
+        self.recent = None;
+        Some(Decision {
+            active: self.active(),
+            reason: Reason::CapRefuted,
         })
     }
 }

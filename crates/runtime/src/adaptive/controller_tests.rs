@@ -371,3 +371,68 @@ fn idle_intervals_are_neither_measurements_nor_phase_changes() {
         "{ds:?}"
     );
 }
+
+/// A controller settled at 2 of 1..=2 on a program doing `thr` units/s at 2 workers.
+fn settled_with_progress(thr: f64) -> Controller {
+    let mut c = controller(1, 2, 2);
+    run_until_settled(
+        &mut c,
+        &|t| Sample {
+            throughput: Some(thr * t as f64 / 2.0),
+            ..quiet(t as f64)
+        },
+        100,
+    );
+    assert_eq!(c.active(), 2);
+    for _ in 0..3 {
+        c.observe(&Sample {
+            active: 2,
+            throughput: Some(thr),
+            ..quiet(2.0)
+        });
+    }
+    c
+}
+
+#[test]
+fn a_cap_that_costs_throughput_is_lifted_until_the_machine_is_free() {
+    let mut c = settled_with_progress(2000.0);
+    let busy = |active, thr| Sample {
+        throughput: Some(thr),
+        ..under(active, shared_machine(0.9, 2.0), active as f64)
+    };
+    assert_eq!(c.observe(&busy(2, 2000.0)), None);
+    assert_eq!(c.observe(&busy(2, 2000.0)), decided(1, Reason::Shared));
+    // Under the cap: one settling interval, then two measured at 700/s (< 95 % of 2000).
+    assert_eq!(c.observe(&busy(1, 500.0)), None);
+    assert_eq!(c.observe(&busy(1, 700.0)), None);
+    assert_eq!(c.observe(&busy(1, 700.0)), decided(2, Reason::CapRefuted));
+    // Still shared: no new cap.
+    for _ in 0..10 {
+        assert_eq!(c.observe(&busy(2, 1500.0)), None);
+    }
+    assert_eq!(c.active(), 2);
+    // Free once, then shared again: a cap again.
+    let free = Sample {
+        throughput: Some(2000.0),
+        ..under(2, shared_machine(0.9, 0.0), 2.0)
+    };
+    assert_eq!(c.observe(&free), None);
+    assert_eq!(c.observe(&busy(2, 2000.0)), None);
+    assert_eq!(c.observe(&busy(2, 2000.0)), decided(1, Reason::Shared));
+}
+
+#[test]
+fn a_cap_that_keeps_throughput_stays() {
+    let mut c = settled_with_progress(2000.0);
+    let busy = |active, thr| Sample {
+        throughput: Some(thr),
+        ..under(active, shared_machine(0.9, 2.0), active as f64)
+    };
+    c.observe(&busy(2, 2000.0));
+    assert_eq!(c.observe(&busy(2, 2000.0)), decided(1, Reason::Shared));
+    for _ in 0..20 {
+        assert_eq!(c.observe(&busy(1, 1950.0)), None);
+    }
+    assert_eq!(c.active(), 1);
+}
