@@ -129,7 +129,7 @@ pub(crate) struct Shared {
     // queued threads to the others (`adaptive/limit.rs`; `workers.len()` when not adaptive);
     // the controller's state when `Builder::adaptive_workers` is on.
     pub(crate) active: CachePadded<AtomicUsize>,
-    pub(crate) adaptive: Option<crate::adaptive::AdaptiveState>,
+    pub(crate) adaptive: Option<crate::adaptive::state::AdaptiveState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the

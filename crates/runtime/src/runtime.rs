@@ -234,7 +234,7 @@ impl Builder {
         }
         // adaptive (issue 12): `max` workers, `min` of them active at first.
         if let Some(r) = &self.adaptive {
-            crate::adaptive::check_range(r, cpus.len())?;
+            crate::adaptive::state::check_range(r, cpus.len())?;
         }
         let n = match &self.adaptive {
             Some(r) => *r.end(),
@@ -305,7 +305,7 @@ impl Builder {
             adaptive: self
                 .adaptive
                 .as_ref()
-                .map(|r| crate::adaptive::AdaptiveState::new(r, n, cpus.len())),
+                .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -341,7 +341,7 @@ impl Builder {
             }
         }
         if first_err.is_none() && shared.adaptive.is_some() {
-            if let Err(e) = crate::adaptive::start(&shared) {
+            if let Err(e) = crate::adaptive::thread::start(shared.clone()) {
                 first_err = Some(Error::Spawn(e));
             }
         }

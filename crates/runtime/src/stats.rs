@@ -237,7 +237,10 @@ impl RuntimeStats {
             s.steals += ws.steals();
             s.workers.push(ws);
         }
-        s.adaptive = sh.adaptive.as_ref().map(crate::AdaptiveStats::collect);
+        s.adaptive = sh
+            .adaptive
+            .as_ref()
+            .map(crate::adaptive::state::AdaptiveState::stats);
         s
     }
 }

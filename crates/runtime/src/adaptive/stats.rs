@@ -2,10 +2,8 @@
 //! ([`AdaptiveStats`], part of [`RuntimeStats`](crate::RuntimeStats)).
 
 use super::controller::Reason;
-use super::AdaptiveState;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Decisions kept (the oldest are dropped).
@@ -124,25 +122,6 @@ pub struct AdaptiveStats {
 }
 
 impl AdaptiveStats {
-    pub(crate) fn collect(a: &AdaptiveState) -> AdaptiveStats {
-        let log = a.log.lock().unwrap_or_else(|e| e.into_inner());
-        AdaptiveStats {
-            min: a.min,
-            max: a.max,
-            active: log.active,
-            wanted: log.wanted,
-            settled: log.settled,
-            intervals: log.intervals,
-            decisions_total: log.decisions_total,
-            decisions: log.decisions.iter().copied().collect(),
-            rests: a.rests.load(Ordering::Relaxed),
-            handed_off: a.handed_off.load(Ordering::Relaxed),
-            controller_cpu: log.controller_cpu,
-            elapsed: a.started.elapsed(),
-            sample_errors: log.sample_errors,
-        }
-    }
-
     /// The controller's CPU time as a share of one core over the runtime's life.
     pub fn controller_share(&self) -> f64 {
         self.controller_cpu.as_secs_f64() / self.elapsed.as_secs_f64().max(1e-9)

@@ -5,8 +5,8 @@
 
 use super::controller::{Controller, Decision, Limits, Sample, Thresholds};
 use super::sharing::SharingSignals;
+use super::state::{AdaptiveState, INTERVAL};
 use super::stats::{AdaptiveDecision, AdaptiveSample};
-use super::{AdaptiveState, INTERVAL};
 use crate::registry::Shared;
 use footprint_pmu::{IntervalProfile, ProfileSampler, SamplerConfig, ThreadSelection};
 use std::sync::atomic::Ordering;
@@ -18,7 +18,7 @@ use std::time::Duration;
 const LOAD_READS: u32 = 4;
 
 /// Starts the controller thread.
-pub(super) fn start(shared: Arc<Shared>) -> std::io::Result<()> {
+pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<()> {
     let a = shared.adaptive.as_ref().expect("an adaptive runtime");
     let ctl = Controller::new(Limits::new(a.min, a.max, a.cpus), Thresholds::default());
     record(a, &ctl, Some(ctl.start()), None);
