@@ -1,7 +1,7 @@
 //! Loom model of the active-worker limit's rest handshake (`adaptive/limit.rs`:
 //! `WorkerLocal::rest_surplus`, `Shared::set_active`, and `notify_worker` on a resting worker),
-//! reduced to its atomics; the futex is a mutex + condition variable (the kernel checks the
-//! word under its bucket lock). Run with
+//! through the runtime's own `SleepWord` steps (`sleep/word.rs`; under loom its futex is a
+//! notification permit, as in `loom_idle`), with a mutex-protected count for the inbox. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --test loom_rest`.
 //!
 //! Two properties, each a model in which a lost wake-up leaves a thread blocked forever (loom
@@ -10,41 +10,21 @@
 //! - a thread put in a resting worker's inbox is always handed on to the injector.
 #![cfg(loom)]
 
-use loom::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+use footprint_runtime::loom_protocols::{wake_all, SleepWord};
+use loom::sync::atomic::{fence, AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 
-const AWAKE: u32 = 0;
-const NOTIFIED: u32 = 2;
-const SURPLUS: u32 = 3;
 /// The worker under test.
 const ME: usize = 1;
-
-#[derive(Default)]
-struct Futex {
-    bucket: Mutex<()>,
-    cv: Condvar,
-}
-
-impl Futex {
-    fn wait(&self, word: &AtomicU32, expected: u32) {
-        let g = self.bucket.lock().unwrap();
-        if word.load(Ordering::SeqCst) == expected {
-            drop(self.cv.wait(g).unwrap());
-        }
-    }
-
-    fn wake(&self) {
-        let _g = self.bucket.lock().unwrap();
-        self.cv.notify_all();
-    }
-}
 
 struct Runtime {
     active: AtomicUsize,
     shutdown: AtomicUsize,
-    sleep: AtomicU32,
-    futex: Futex,
+    /// The worker's sleep word: the runtime's own type, whose `announce_rest`/`rest`/
+    /// `set_awake` (resting side), `rouse` (`set_active`), `wake_after_publish`
+    /// (`notify_worker`) and `wake_all` (shutdown) are the steps under test.
+    sleep: SleepWord,
     /// The resting worker's inbox (its length; the queue itself is mutex-protected).
     inbox: Mutex<usize>,
     inbox_len: AtomicUsize,
@@ -58,8 +38,7 @@ impl Runtime {
         Runtime {
             active: AtomicUsize::new(1),
             shutdown: AtomicUsize::new(0),
-            sleep: AtomicU32::new(AWAKE),
-            futex: Futex::default(),
+            sleep: SleepWord::new(),
             inbox: Mutex::new(0),
             inbox_len: AtomicUsize::new(0),
             injector: Mutex::new(0),
@@ -85,63 +64,42 @@ impl Runtime {
     fn rest(&self) {
         loop {
             self.hand_off();
-            self.sleep.store(SURPLUS, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
+            self.sleep.announce_rest();
             if !self.surplus() {
                 break;
             }
             if self.inbox_len.load(Ordering::SeqCst) > 0 {
                 continue;
             }
-            while self.sleep.load(Ordering::Acquire) == SURPLUS {
-                self.futex.wait(&self.sleep, SURPLUS);
-            }
+            self.sleep.rest();
             if !self.surplus() {
                 break;
             }
         }
-        self.sleep.store(AWAKE, Ordering::SeqCst);
+        self.sleep.set_awake();
     }
 
     /// `Shared::set_active`.
     fn set_active(&self, n: usize) {
         self.active.swap(n, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if self
-            .sleep
-            .compare_exchange(SURPLUS, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            self.futex.wake();
-        }
+        self.sleep.rouse();
     }
 
-    /// `Inbox::push` then `Shared::notify_worker` (the resting branch).
+    /// `Inbox::push` then `Shared::notify_worker`.
     fn push_and_notify(&self) {
         {
             let mut q = self.inbox.lock().unwrap();
             *q += 1;
             self.inbox_len.store(*q, Ordering::Release);
         }
-        fence(Ordering::SeqCst);
-        let state = self.sleep.load(Ordering::Relaxed);
-        if state == SURPLUS
-            && self
-                .sleep
-                .compare_exchange(state, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            self.futex.wake();
-        }
+        self.sleep.wake_after_publish();
     }
 
     /// `Shared::notify_all` at shutdown.
     fn shut_down(&self) {
         self.shutdown.store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if self.sleep.swap(NOTIFIED, Ordering::AcqRel) == SURPLUS {
-            self.futex.wake();
-        }
+        wake_all(std::iter::once(&self.sleep));
     }
 }
 

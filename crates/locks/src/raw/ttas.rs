@@ -113,7 +113,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 .is_ok()
     }
 
-    /// Acquires the lock unless `deadline` passes first (`lock_api::RawMutexTimed`).
+    /// Acquires the lock unless `deadline` passes first (`lock_api::RawMutexTimed`, which the
+    /// loom build leaves out).
+    #[cfg_attr(loom, allow(dead_code))]
     pub(super) fn lock_until(&self, deadline: std::time::Instant) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
         let mut free = true;
