@@ -183,6 +183,8 @@ pub(crate) struct ThreadCtx {
 pub(crate) struct WorkerLocal {
     pub(crate) index: usize,
     pub(crate) shared: *const Shared,
+    /// `&shared.workers[index]`, kept so that the switch path finds it without an index check.
+    pub(crate) me: *const WorkerShared,
     pub(crate) deque: Deque<RawJob>,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
@@ -209,6 +211,7 @@ impl WorkerLocal {
         WorkerLocal {
             index,
             shared: Arc::as_ptr(shared),
+            me: &shared.workers[index],
             deque,
             ready: UnsafeCell::new(ReadyQueue::new(
                 shared.ready_order,
@@ -235,6 +238,13 @@ impl WorkerLocal {
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
+    }
+
+    /// This worker's shared part (`shared().workers[index]`).
+    #[inline]
+    pub(crate) fn me(&self) -> &WorkerShared {
+        // SAFETY: it lives in `Shared::workers`, alive while the worker loop runs (see `shared`).
+        unsafe { &*self.me }
     }
 
     #[inline]
