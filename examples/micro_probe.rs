@@ -11,8 +11,10 @@
 //! `spawn_join` (spawn an empty green thread from a green thread and join it, 1 worker),
 //! `spawn_join2` (the same on 2 workers), `mutex` (lock + unlock of an uncontended
 //! `footprint::sync::Mutex` on the main OS thread), `std_mutex` (the same with
-//! `std::sync::Mutex`). Prints the time per iteration, and for `yield` where each green thread's
-//! stack top lies (its page offset), the candidate cause of the process-to-process variation.
+//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`.
+//! Prints the wall-clock time per operation and the process's CPU time per operation: the CPU
+//! time does not grow when other processes take the CPU away, so it compares processes (and
+//! commits) on a loaded machine.
 
 #[path = "../benches/common/micro.rs"]
 mod micro;
@@ -56,9 +58,10 @@ fn process_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-fn runtime(workers: usize) -> footprint::Runtime {
+fn runtime(workers: usize, pin: bool) -> footprint::Runtime {
     footprint::Runtime::builder()
         .workers(workers)
+        .pin(pin)
         .build()
         .expect("a runtime")
 }
@@ -74,11 +77,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A third argument `unpinned` builds the runtime with `pin(false)`.
+    let pin = match args.get(2).map(String::as_str) {
+        None | Some("pinned") => true,
+        Some("unpinned") => false,
+        Some(other) => {
+            eprintln!("micro_probe: the third argument is pinned or unpinned, not {other:?}");
+            return ExitCode::FAILURE;
+        }
+    };
     let cpu_start = process_cpu();
     let d = match op {
-        "yield" => micro::footprint_yield(&runtime(1), iters),
-        "spawn_join" => micro::footprint_spawn_join(&runtime(1), iters),
-        "spawn_join2" => micro::footprint_spawn_join(&runtime(2), iters),
+        "yield" => micro::footprint_yield(&runtime(1, pin), iters),
+        "spawn_join" => micro::footprint_spawn_join(&runtime(1, pin), iters),
+        "spawn_join2" => micro::footprint_spawn_join(&runtime(2, pin), iters),
         "mutex" => mutex_loop(iters),
         "std_mutex" => std_mutex_loop(iters),
         other => {
