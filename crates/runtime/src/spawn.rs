@@ -5,6 +5,7 @@
 use crate::context::ctx_ptr;
 use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
+use crate::pool::recycle;
 use crate::registry::{Shared, WorkerLocal};
 use crate::task::{self, PlacementHints, Task};
 use std::ptr;
@@ -142,8 +143,9 @@ pub(crate) unsafe fn take_back_stack_job(
                     w.deque.push(RawJob::stack(s));
                     break;
                 }
-                // A spawned thread its joiner already ran inline: drop the stale entry.
-                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => drop(t),
+                // A spawned thread its joiner already ran inline: the stale entry goes (and the
+                // block back to the pool when the joiner is done with it).
+                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => recycle(t),
                 // Newer than ours (spawned threads, other green threads' join halves): hand
                 // them to this worker's inbox, where it or a thief runs them.
                 other => others.push(other),
@@ -173,8 +175,9 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
         loop {
             match w.deque.pop().map(RawJob::into_job) {
                 Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => return true,
+                // A stale entry (see `take_back_stack_job`): the last reference recycles.
                 Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
-                    drop(top)
+                    recycle(top)
                 }
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {

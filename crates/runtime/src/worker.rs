@@ -326,8 +326,12 @@ impl WorkerLocal {
     unsafe fn start(&self, task: Arc<Task>) -> Option<Arc<Task>> {
         let t: &Task = &task;
         if !t.claim() {
-            // Its joiner ran it inline already; this queue entry is stale.
+            // Its joiner ran it inline already; this queue entry is stale. Joining in spawn
+            // order leaves one such entry per thread, usually the block's last reference: it
+            // goes back to the pool here (dropping it freed the block, and every spawn then
+            // allocated a new one, which profiles of skynet showed).
             self.stolen.set(false);
+            recycle(task);
             return None;
         }
         // SAFETY: per the contract the plain fields are ours.
