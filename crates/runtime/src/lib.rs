@@ -90,6 +90,7 @@ mod registry;
 mod runtime;
 mod shutdown;
 mod sleep;
+mod spare;
 mod spawn;
 mod stack;
 mod stats;

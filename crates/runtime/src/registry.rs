@@ -17,6 +17,7 @@ use crate::counters::{Resolved, WorkerSource};
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
+use crate::spare::Pooled;
 use crate::stack::{GreenStack, Slabs, StackLimits};
 use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
@@ -96,7 +97,7 @@ pub(crate) struct Shared {
     pub(crate) guard_pages: bool,
     /// The live-stack cap and the last refusal to make a stack.
     pub(crate) stack_limits: StackLimits,
-    pub(crate) task_pool: Mutex<Vec<Arc<Task>>>,
+    pub(crate) task_pool: Mutex<Vec<Pooled>>,
     pub(crate) stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
     pub(crate) ready_order: ReadyOrder,
@@ -188,7 +189,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) deque: Deque<RawJob>,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
-    pub(crate) tasks: UnsafeCell<Vec<Arc<Task>>>,
+    pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
     pub(crate) ctx: ThreadCtx,
     pub(crate) tick: Cell<u32>,
     pub(crate) rng: Cell<u64>,

@@ -6,6 +6,7 @@ use crate::context::ctx_ptr;
 use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
 use crate::pool::recycle;
+use crate::spare::{entry_ref, keep_entry_ref, Pooled};
 use crate::registry::{Shared, WorkerLocal};
 use crate::task::{self, PlacementHints, Task};
 use std::ptr;
@@ -53,7 +54,7 @@ where
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             match hints {
                 None => {
-                    w.deque.push(RawJob::task(t.clone()));
+                    w.deque.push(RawJob::task(entry_ref(&t)));
                     shared.notify_one_local_push(w.index);
                 }
                 Some(h) => {
@@ -68,13 +69,14 @@ where
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
+                .map(Pooled::take)
                 .unwrap_or_else(|| Arc::new(Task::new()));
             register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             match hints {
                 None => {
-                    shared.injector.push(RawJob::task(t.clone()));
+                    shared.injector.push(RawJob::task(entry_ref(&t)));
                     shared.notify_one(0);
                 }
                 Some(h) => {
@@ -174,7 +176,12 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
         let w = &*(*c).worker;
         loop {
             match w.deque.pop().map(RawJob::into_job) {
-                Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => return true,
+                Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => {
+                    // We popped its only queue entry and our caller holds its handle (the
+                    // contract of `keep_entry_ref`).
+                    keep_entry_ref(top);
+                    return true;
+                }
                 // A stale entry (see `take_back_stack_job`): the last reference recycles.
                 Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
                     recycle(top)

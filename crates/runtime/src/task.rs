@@ -306,6 +306,12 @@ pub(crate) struct Task {
     /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
     /// inline on the joiner's worker, which would defeat the placement.
     pub(crate) bound: std::sync::atomic::AtomicBool,
+    /// The block's strong count includes one reference that no `Arc` holds: left by a joiner
+    /// that took its own queue entry back (spawn, then join), it becomes the queue entry of the
+    /// block's next spawn, which so costs no atomic increment and the join no decrement
+    /// (`pool.rs`: `entry_ref`, `keep_entry_ref`, `recycle`, `Pooled`). Touched only by the
+    /// block's exclusive owner: its spawner before publishing it, its joiner, its recycler.
+    pub(crate) spare_ref: UnsafeCell<bool>,
     /// Shuffling (003): nanoseconds parked in locks (written by the thread itself), the home
     /// worker a shuffling decision gave it (`usize::MAX`: none), and whether the monitor holds
     /// it.
@@ -403,6 +409,7 @@ impl Task {
             acct: ThreadAccount::default(),
             hints: UnsafeCell::new(None),
             bound: std::sync::atomic::AtomicBool::new(false),
+            spare_ref: UnsafeCell::new(false),
             lock_wait_ns: std::sync::atomic::AtomicU64::new(0),
             shuffle_home: AtomicUsize::new(usize::MAX),
             shuffle_monitored: std::sync::atomic::AtomicBool::new(false),
