@@ -79,3 +79,62 @@ pub(crate) unsafe fn release_spare(t: &Arc<Task>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::recycle;
+
+    fn spare(t: &Arc<Task>) -> bool {
+        // SAFETY: the test is the block's only user.
+        unsafe { *t.spare_ref.get() }
+    }
+
+    #[test]
+    fn a_kept_entry_reference_serves_the_next_spawn_without_a_new_count() {
+        let t = Arc::new(Task::new());
+        // SAFETY (all calls below): the test owns the block exclusively, as spawner and joiner.
+        let entry = unsafe { entry_ref(&t) };
+        assert_eq!(Arc::strong_count(&t), 2, "the first entry is a new reference");
+        unsafe { keep_entry_ref(entry) };
+        assert!(spare(&t));
+        assert_eq!(Arc::strong_count(&t), 2, "the kept reference is still counted");
+        let entry = unsafe { entry_ref(&t) };
+        assert!(!spare(&t));
+        assert_eq!(Arc::strong_count(&t), 2, "the spare became the entry: no new count");
+        drop(entry);
+        assert_eq!(Arc::strong_count(&t), 1);
+    }
+
+    #[test]
+    fn a_pooled_block_with_a_spare_reference_is_freed_when_the_pool_drops_it() {
+        let t = Arc::new(Task::new());
+        let weak = Arc::downgrade(&t);
+        // SAFETY: as above.
+        unsafe { keep_entry_ref(entry_ref(&t)) };
+        drop(Pooled(t));
+        assert!(weak.upgrade().is_none(), "the block was freed, not leaked");
+    }
+
+    #[test]
+    fn recycling_off_a_worker_gives_the_spare_reference_up() {
+        let t = Arc::new(Task::new());
+        let weak = Arc::downgrade(&t);
+        // SAFETY: as above.
+        unsafe { keep_entry_ref(entry_ref(&t)) };
+        // Not on a worker: no pool to return to, so the block must be freed.
+        recycle(t);
+        assert!(weak.upgrade().is_none(), "the block was freed, not leaked");
+    }
+
+    #[test]
+    fn taking_a_block_out_of_the_pool_keeps_its_spare_reference() {
+        let t = Arc::new(Task::new());
+        // SAFETY: as above.
+        unsafe { keep_entry_ref(entry_ref(&t)) };
+        let back = Pooled(t).take();
+        assert!(spare(&back));
+        assert_eq!(Arc::strong_count(&back), 2);
+        drop(Pooled(back));
+    }
+}
