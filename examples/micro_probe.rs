@@ -41,7 +41,11 @@ fn std_mutex_loop(iters: u64) -> Duration {
         *black_box(&m).lock().expect("never poisoned") += 1;
     }
     let d = start.elapsed();
-    assert_eq!(*m.lock().expect("never poisoned"), iters, "every increment counted");
+    assert_eq!(
+        *m.lock().expect("never poisoned"),
+        iters,
+        "every increment counted"
+    );
     d
 }
 

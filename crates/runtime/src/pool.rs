@@ -13,8 +13,8 @@ use crate::registry::{Shared, WorkerLocal};
 use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
 use crate::task::Task;
-use std::sync::atomic::{fence, Ordering};
 use std::ptr;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 const LOCAL_TASKS: usize = 256;
@@ -152,7 +152,11 @@ pub(crate) fn recycle(task: Arc<Task>) {
     // SAFETY: a non-null context is alive; the worker's pools are touched only by its OS thread.
     // The caller of `recycle` is the block's recycler (the spare flag is its).
     unsafe {
-        let w = if c.is_null() { ptr::null() } else { (*c).worker };
+        let w = if c.is_null() {
+            ptr::null()
+        } else {
+            (*c).worker
+        };
         let mine = 1 + usize::from(*task.spare_ref.get());
         // Unique: no other Arc (we never make Weak ones), so nobody else can reach the block.
         if w.is_null() || Arc::strong_count(&task) != mine {

@@ -95,13 +95,25 @@ mod tests {
         let t = Arc::new(Task::new());
         // SAFETY (all calls below): the test owns the block exclusively, as spawner and joiner.
         let entry = unsafe { entry_ref(&t) };
-        assert_eq!(Arc::strong_count(&t), 2, "the first entry is a new reference");
+        assert_eq!(
+            Arc::strong_count(&t),
+            2,
+            "the first entry is a new reference"
+        );
         unsafe { keep_entry_ref(entry) };
         assert!(spare(&t));
-        assert_eq!(Arc::strong_count(&t), 2, "the kept reference is still counted");
+        assert_eq!(
+            Arc::strong_count(&t),
+            2,
+            "the kept reference is still counted"
+        );
         let entry = unsafe { entry_ref(&t) };
         assert!(!spare(&t));
-        assert_eq!(Arc::strong_count(&t), 2, "the spare became the entry: no new count");
+        assert_eq!(
+            Arc::strong_count(&t),
+            2,
+            "the spare became the entry: no new count"
+        );
         drop(entry);
         assert_eq!(Arc::strong_count(&t), 1);
     }
