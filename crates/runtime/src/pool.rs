@@ -175,3 +175,20 @@ pub(crate) fn recycle(task: Arc<Task>) {
         (*w).put_task(task);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spare::{entry_ref, keep_entry_ref};
+
+    #[test]
+    fn recycling_off_a_worker_gives_the_spare_reference_up() {
+        let t = Arc::new(Task::new());
+        let weak = Arc::downgrade(&t);
+        // SAFETY: the test owns the block exclusively, as spawner and joiner.
+        unsafe { keep_entry_ref(entry_ref(&t)) };
+        // Not on a worker: no pool to return to, so the block must be freed.
+        recycle(t);
+        assert!(weak.upgrade().is_none(), "the block was freed, not leaked");
+    }
+}
