@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example soak -- --seconds 60 --seed 42
+//! cargo run --release --example soak -- --seconds 600 --only locks   # one operation only
 //! ```
 //!
 //! Each round picks a runtime shape (1–5 workers, sometimes a fresh runtime, built and dropped)
@@ -44,6 +45,18 @@ impl Rng {
 }
 
 type Op = fn(&mut Rng, &Runtime);
+
+/// What the round in progress is doing beyond its operation's name (a lock type, a thread
+/// count), printed with a failure; operations that have such parameters set it.
+static DETAIL: StdMutex<String> = StdMutex::new(String::new());
+
+fn set_detail(d: String) {
+    *DETAIL.lock().unwrap_or_else(|e| e.into_inner()) = d;
+}
+
+fn detail() -> String {
+    DETAIL.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
 
 /// Every operation a round may run: its name (printed on failure) and its function.
 const OPS: &[(&str, Op)] = &[
@@ -104,6 +117,11 @@ macro_rules! hammer {
         let m = Arc::new($ty::new(0u64));
         let m2 = m.clone();
         let (threads, iters) = ($threads, $iters);
+        set_detail(format!(
+            "{} threads={threads} iters={iters} workers={}",
+            stringify!($ty),
+            $rt.workers()
+        ));
         $rt.block_on(move || {
             let hs: Vec<_> = (0..threads)
                 .map(|_| {
@@ -151,6 +169,11 @@ fn op_locks(rng: &mut Rng, rt: &Runtime) {
 macro_rules! barrier_run {
     ($ty:ident, $rt:expr, $n:expr, $rounds:expr) => {{
         let (n, rounds) = ($n, $rounds);
+        set_detail(format!(
+            "{} threads={n} rounds={rounds} workers={}",
+            stringify!($ty),
+            $rt.workers()
+        ));
         let b = Arc::new(<$ty>::new(n as usize));
         let leaders = Arc::new(AtomicU64::new(0));
         let count = Arc::new(AtomicU64::new(0));
@@ -371,6 +394,18 @@ fn threads_and_rss() -> (u64, u64) {
 struct Args {
     seconds: u64,
     seed: u64,
+    /// `--only NAME`: after the warm-up rounds, run this operation (an index into `OPS`) only.
+    only: Option<usize>,
+}
+
+fn usage_exit(bad: &str) -> ! {
+    let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
+    eprintln!(
+        "usage: soak [--seconds N] [--seed S] [--only NAME]  (bad argument: {bad}; NAME is one \
+         of: {})",
+        names.join(", ")
+    );
+    std::process::exit(2);
 }
 
 fn args() -> Args {
@@ -380,6 +415,7 @@ fn args() -> Args {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1),
+        only: None,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -388,13 +424,14 @@ fn args() -> Args {
         match (v[i].as_str(), val) {
             ("--seconds", Some(x)) => a.seconds = x,
             ("--seed", Some(x)) => a.seed = x,
-            _ => {
-                eprintln!(
-                    "usage: soak [--seconds N] [--seed S]  (bad argument: {})",
-                    v[i]
-                );
-                std::process::exit(2);
+            ("--only", _) => {
+                let name = v.get(i + 1).map(String::as_str).unwrap_or("");
+                match OPS.iter().position(|(n, _)| *n == name) {
+                    Some(k) => a.only = Some(k),
+                    None => usage_exit(&format!("--only {name}")),
+                }
             }
+            _ => usage_exit(&v[i]),
         }
         i += 2;
     }
@@ -412,7 +449,14 @@ const STALL: Duration = Duration::from_secs(60);
 
 fn main() {
     let a = args();
-    println!("soak: seed={} seconds={}", a.seed, a.seconds);
+    let only = a.only;
+    println!(
+        "soak: seed={} seconds={}{}",
+        a.seed,
+        a.seconds,
+        only.map(|k| format!(" only={}", OPS[k].0))
+            .unwrap_or_default()
+    );
     let progress = Arc::new(Progress {
         round: AtomicU64::new(0),
         op: AtomicUsize::new(0),
@@ -429,9 +473,10 @@ fn main() {
                 if r == last {
                     let state = p.rt.lock().unwrap().as_ref().map(|rt| rt.debug_state());
                     eprintln!(
-                        "soak: FAILED seed={seed} round={r} op={}: no progress for {} s; \
+                        "soak: FAILED seed={seed} round={r} op={} ({}): no progress for {} s; \
                          debug_state: {}",
                         OPS[p.op.load(Ordering::SeqCst)].0,
+                        detail(),
                         STALL.as_secs(),
                         state.unwrap_or_else(|| "(no runtime)".into())
                     );
@@ -465,8 +510,10 @@ fn main() {
         let op = if round <= OPS.len() as u64 {
             round as usize - 1
         } else {
-            rng.range(0, OPS.len() as u64 - 1) as usize
+            let k = rng.range(0, OPS.len() as u64 - 1) as usize;
+            only.unwrap_or(k)
         };
+        set_detail(String::new());
         progress.op.store(op, Ordering::SeqCst);
         *progress.rt.lock().unwrap() = Some(rt.clone());
         progress.round.store(round, Ordering::SeqCst);
@@ -478,8 +525,9 @@ fn main() {
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
             eprintln!(
-                "soak: FAILED seed={seed} round={round} op={}: {msg}",
-                OPS[op].0
+                "soak: FAILED seed={seed} round={round} op={} ({}): {msg}",
+                OPS[op].0,
+                detail()
             );
             std::process::exit(1);
         }

@@ -101,3 +101,51 @@ fn condvar_notify_one_reports_the_waiter_on_os_threads() {
         }
     });
 }
+
+/// The soak's hang (seed 17813, round 25103: `SpinMcsMutex`, 7 green threads on 4 workers): a
+/// green thread spinning under the `AlwaysSpin` policy never gave its worker up, so a holder
+/// (or an MCS predecessor) that had yielded on that worker never ran again. On one worker: the
+/// holder spawns a waiter and yields while holding the lock; the waiter spins. It must hand the
+/// worker back now and then (it stays runnable) so that the holder can finish.
+macro_rules! spinner_lets_a_yielded_holder_run {
+    ($name:ident, $ty:ident) => {
+        #[test]
+        fn $name() {
+            use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+            let what = concat!(
+                stringify!($ty),
+                ": a spinner waits for a holder that yielded"
+            );
+            with_watchdog(30, what, || {
+                let rt = runtime(1);
+                let m = Arc::new(footprint::sync::$ty::new(0u64));
+                let m2 = m.clone();
+                rt.block_on(move || {
+                    footprint::spawn(move || {
+                        let mut g = m2.lock();
+                        let tried = Arc::new(AtomicBool::new(false));
+                        let (m3, t3) = (m2.clone(), tried.clone());
+                        let waiter = footprint::spawn(move || {
+                            t3.store(true, SeqCst);
+                            *m3.lock() += 1;
+                        });
+                        while !tried.load(SeqCst) {
+                            footprint::yield_now();
+                        }
+                        *g += 1;
+                        drop(g);
+                        waiter.join().unwrap();
+                    })
+                    .join()
+                    .unwrap()
+                });
+                assert_eq!(*m.lock(), 2);
+            });
+        }
+    };
+}
+
+spinner_lets_a_yielded_holder_run!(spin_ttas_waiter_yields_on_green_threads, SpinTtasMutex);
+spinner_lets_a_yielded_holder_run!(spin_ticket_waiter_yields_on_green_threads, SpinTicketMutex);
+spinner_lets_a_yielded_holder_run!(spin_mcs_waiter_yields_on_green_threads, SpinMcsMutex);
+spinner_lets_a_yielded_holder_run!(spin_array_waiter_yields_on_green_threads, SpinArrayMutex);

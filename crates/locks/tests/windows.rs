@@ -14,7 +14,7 @@ use footprint_locks::{
 
 #[path = "common/fake_hook.rs"]
 mod fake_hook;
-use fake_hook::{with_parked_waiter, FakeHook};
+use fake_hook::{until_parked, with_parked_waiter, FakeHook};
 
 /// The waiter stops in `wait` right after releasing the mutex (its next `class_cell` call:
 /// the condvar publishes `Waiter` there, before parking). A notifier then takes the mutex, sets
@@ -161,4 +161,45 @@ fn try_lock_for_times_out_then_succeeds() {
         .try_lock_until(Instant::now() + Duration::from_secs(5))
         .expect("free") += 1;
     assert_eq!(*lock.lock(), 1);
+}
+
+/// A `try_lock_for` waiter woken by an unlock must not leave the lock's "wake-up in flight" mark
+/// set: the next unlock has to wake the plain `lock` waiter parked behind it. Before the fix the
+/// timed path never cleared the mark, so every later unlock woke nobody and the plain waiter
+/// slept forever (the watchdog turns that into a failure).
+#[test]
+fn a_timed_waiter_woken_by_unlock_lets_the_next_unlock_wake() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let lock = BlockTtasMutex::new(0u32);
+    let plain = FakeHook::leak(Some(0));
+    let timed = FakeHook::leak(Some(1));
+    let held = lock.lock();
+    let (done, finished) = mpsc::channel();
+    std::thread::scope(|s| {
+        let (lock, done) = (&lock, done.clone());
+        s.spawn(move || {
+            install_hook(plain);
+            *lock.lock() += 1;
+            uninstall_hook();
+            done.send("plain").unwrap();
+        });
+        until_parked(plain, 1);
+        s.spawn(move || {
+            install_hook(timed);
+            *lock
+                .try_lock_for(Duration::from_secs(3600))
+                .expect("woken long before the timeout") += 1;
+            uninstall_hook();
+        });
+        until_parked(timed, 1);
+        // The queue pops its newest waiter first: this unlock wakes the timed one, whose own
+        // unlock must then wake the plain one.
+        drop(held);
+        if finished.recv_timeout(Duration::from_secs(30)).is_err() {
+            eprintln!("the plain waiter was never woken after the timed waiter's unlock");
+            std::process::exit(1);
+        }
+    });
+    assert_eq!(*lock.lock(), 2);
 }

@@ -7,9 +7,7 @@ use crate::parking::park_current;
 use crate::pool::recycle;
 use crate::spawn::{count_finished, take_own_top};
 use crate::stats::ThreadStats;
-use crate::task::{
-    drop_payload, ScopeShared, Task, Waiter, H_DONE, H_HANDLE, H_WAITER, LIFE_DONE, LIFE_RUNNING,
-};
+use crate::task::{drop_payload, ScopeShared, Task, Waiter, LIFE_DONE, LIFE_RUNNING};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
@@ -26,7 +24,7 @@ const fn task_life_running() -> u8 {
 /// `task` must carry a job of result type `T` and the caller must own its join handle.
 pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
     let t = &*task;
-    if t.handle.load(Ordering::Acquire) & H_DONE == 0 {
+    if !t.handle.is_done() {
         // Fast path: a green thread that has not started yet runs inline on the joiner's stack
         // (same runtime only), with no stack, no switch and no queue round trip. When its queue
         // entry is still on top of our own deque (spawn, then join), popping it makes it ours
@@ -64,13 +62,12 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
         } else {
             // SAFETY: the waiter cell is ours until we publish H_WAITER.
             unsafe { *t.waiter.get() = Some(Waiter::current()) };
-            let prev = t.handle.fetch_or(H_WAITER, Ordering::AcqRel);
-            if prev & H_DONE != 0 {
+            if !t.handle.register_waiter() {
                 // Completed meanwhile: the completer saw no waiter, so the cell is still ours.
                 // SAFETY: as above.
                 unsafe { (*t.waiter.get()).take() };
             } else {
-                while t.handle.load(Ordering::Acquire) & H_DONE == 0 {
+                while !t.handle.is_done() {
                     park_current();
                 }
             }
@@ -83,7 +80,7 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
         let vt = *t.vtable.get();
         (vt.take_result)(t.slot.get(), out.as_mut_ptr().cast());
     }
-    t.handle.store(0, Ordering::Release);
+    t.handle.release();
     recycle(task);
     // SAFETY: take_result initialised it.
     unsafe { out.assume_init() }
@@ -92,8 +89,7 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
 /// Detaches a task: its result will be dropped by whoever finishes last.
 /// A panic payload found this way goes to `scope` when the task belongs to one.
 pub(crate) fn detach_task(task: Arc<Task>, scope: Option<&ScopeShared>) {
-    let prev = task.handle.fetch_and(!H_HANDLE, Ordering::AcqRel);
-    if prev & H_DONE != 0 {
+    if task.handle.detach() {
         // SAFETY: completion saw our handle and left the result to us.
         unsafe {
             let vt = *task.vtable.get();
@@ -139,9 +135,7 @@ impl<T> JoinHandle<T> {
 
     /// Whether the green thread has finished (its result is ready).
     pub fn is_finished(&self) -> bool {
-        self.task
-            .as_ref()
-            .is_some_and(|t| t.handle.load(Ordering::Acquire) & H_DONE != 0)
+        self.task.as_ref().is_some_and(|t| t.handle.is_done())
     }
 
     /// The name given to the green thread, if any.

@@ -2,12 +2,11 @@
 
 use crate::job::StackJobRef;
 use crate::runtime;
-use crate::task::{self, ScopeShared, Task, Waiter};
+use crate::task::{Latch, ScopeCount, ScopeShared, Task, Waiter};
 use crate::{context, handle, job, parking, registry, spawn};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The stealable half of a `join`, on its caller's stack.
@@ -17,7 +16,7 @@ struct StackJob<B, RB> {
     header: job::StackJobHeader,
     f: UnsafeCell<Option<B>>,
     result: UnsafeCell<Option<std::thread::Result<RB>>>,
-    done: AtomicBool,
+    done: Latch,
     /// The green thread that waits for it (alive until `done`).
     owner: *const Task,
 }
@@ -33,7 +32,7 @@ unsafe fn exec_stack_job<B: FnOnce() -> RB, RB>(p: *const ()) {
         // Take our own reference to the owner before `done`: after it, the job may be gone.
         Arc::increment_strong_count(job.owner);
         let owner = Arc::from_raw(job.owner);
-        job.done.store(true, Ordering::Release);
+        job.done.set();
         owner.unpark_task(footprint_locks::Placement::Anywhere);
     }
 }
@@ -72,7 +71,7 @@ where
         },
         f: UnsafeCell::new(Some(b)),
         result: UnsafeCell::new(None),
-        done: AtomicBool::new(false),
+        done: Latch::new(),
         owner,
     };
     let r = StackJobRef {
@@ -91,7 +90,7 @@ where
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
         Some(panic::catch_unwind(AssertUnwindSafe(f)))
     } else {
-        while !job.done.load(Ordering::Acquire) {
+        while !job.done.probe() {
             parking::park_current();
         }
         // SAFETY: `done` (Acquire) publishes the result; the executor no longer touches the job.
@@ -148,7 +147,7 @@ where
     }
     let s = Scope {
         data: Arc::new(ScopeShared {
-            pending: AtomicUsize::new(0),
+            pending: ScopeCount::new(),
             owner: Waiter::current(),
             panic: Mutex::new(None),
         }),
@@ -157,7 +156,7 @@ where
         _env: PhantomData,
     };
     let r = panic::catch_unwind(AssertUnwindSafe(|| f(&s)));
-    while s.data.pending.load(Ordering::Acquire) != 0 {
+    while !s.data.pending.is_zero() {
         parking::park_current();
     }
     if let Err(p) = r {
@@ -185,7 +184,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         F: FnOnce() -> T + Send + 'scope,
         T: Send + 'scope,
     {
-        self.data.pending.fetch_add(1, Ordering::Relaxed);
+        self.data.pending.add();
         // SAFETY: `scope` waits for every task it counted before the borrows of 'scope end, and
         // the runtime outlives the scope (it is the caller's own or the global one).
         let task = unsafe {
@@ -229,9 +228,7 @@ impl<T> ScopedJoinHandle<'_, T> {
 
     /// Whether the green thread has finished.
     pub fn is_finished(&self) -> bool {
-        self.task
-            .as_ref()
-            .is_some_and(|t| t.handle.load(Ordering::Acquire) & task::H_DONE != 0)
+        self.task.as_ref().is_some_and(|t| t.handle.is_done())
     }
 }
 

@@ -94,6 +94,7 @@ mod spare;
 mod spawn;
 mod stack;
 mod stats;
+mod sync;
 mod sys;
 mod task;
 mod timed_sleep;
@@ -117,6 +118,22 @@ pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 pub use timed_sleep::{sleep, sleep_until};
+
+/// The runtime's hand-off protocols, for the loom models in `tests/loom_*.rs` only (built under
+/// `RUSTFLAGS="--cfg loom"`, where their atomics are loom's). These are the functions the
+/// runtime itself calls; nothing here is public API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_protocols {
+    pub use crate::pool::{put_pooled, take_pooled, Levels};
+    pub use crate::sleep::word::{
+        wake_all, wake_one, SleepWord, SleeperCount, Slept, AWAKE, NOTIFIED, SLEEPING,
+    };
+    pub use crate::task::states::{
+        claim, Finished, HandleState, Latch, ParkState, ScopeCount, H_DONE, H_HANDLE, H_WAITER,
+        LIFE_DONE, LIFE_NEW, LIFE_RUNNING, P_EMPTY, P_NOTIFIED, P_PARKED,
+    };
+}
 
 /// Park/unpark for the calling thread (green or OS), for building your own blocking primitives.
 pub mod park {

@@ -9,9 +9,8 @@
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::job::Job;
 use crate::placement::{self, Route};
-use crate::task::{Reason, Task, P_EMPTY, P_NOTIFIED, P_PARKED};
+use crate::task::{Reason, Task};
 use footprint_locks::{Placement, Unpark};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Gives the worker back from the running green thread.
@@ -49,11 +48,7 @@ pub(crate) fn park_current() {
     }
     // SAFETY: t is the running green thread, alive while it runs.
     unsafe {
-        if (*t)
-            .park
-            .compare_exchange(P_NOTIFIED, P_EMPTY, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        if (*t).park.take_permit() {
             return;
         }
         suspend(t, Reason::Park);
@@ -104,49 +99,11 @@ pub(crate) fn promote_ready(scan: usize, pred: impl Fn(&Job) -> bool) -> bool {
 impl Task {
     /// Makes a permit available and schedules the thread if it is parked.
     pub(crate) fn unpark_task(self: &Task, hint: Placement) {
-        let mut s = self.park.load(Ordering::Acquire);
-        loop {
-            match s {
-                // A permit is already there: refresh it with an RMW (Release) rather than just
-                // return. The parker that consumes the permit must also see what we published
-                // before this call (a `join` half's `done`, a handle's result). After a plain
-                // load that store may still be invisible to a parker that consumes the older
-                // permit right after our load: it re-checks its condition, finds it false and
-                // parks for good (a lost wake-up; store buffering, seen on x86 as a hung join).
-                P_NOTIFIED => match self.park.compare_exchange_weak(
-                    P_NOTIFIED,
-                    P_NOTIFIED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return,
-                    Err(x) => s = x,
-                },
-                P_EMPTY => match self.park.compare_exchange_weak(
-                    P_EMPTY,
-                    P_NOTIFIED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return,
-                    Err(x) => s = x,
-                },
-                _ => match self.park.compare_exchange_weak(
-                    P_PARKED,
-                    P_EMPTY,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        // SAFETY: a parked task's run reference was leaked with Arc::into_raw by
-                        // the worker that parked it; winning PARKED -> EMPTY makes it ours.
-                        let task = unsafe { Arc::from_raw(self as *const Task) };
-                        schedule_woken(task, hint);
-                        return;
-                    }
-                    Err(x) => s = x,
-                },
-            }
+        if self.park.unpark() {
+            // SAFETY: a parked task's run reference was leaked with Arc::into_raw by the worker
+            // that parked it; winning PARKED -> EMPTY (`ParkState::unpark`) makes it ours.
+            let task = unsafe { Arc::from_raw(self as *const Task) };
+            schedule_woken(task, hint);
         }
     }
 }

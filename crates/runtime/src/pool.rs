@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::registry::{Shared, WorkerLocal};
 use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
+use crate::sync::Mutex;
 use crate::task::Task;
 use std::ptr;
 use std::sync::atomic::{fence, Ordering};
@@ -22,13 +23,6 @@ const SHARED_TASKS: usize = 4096;
 const LOCAL_STACKS: usize = 16;
 
 impl Shared {
-    pub(crate) fn take_stack_shared(&self) -> Option<GreenStack> {
-        self.stack_pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-    }
-
     /// Returns the memory of the stacks in the shared pool to the system; how many.
     pub(crate) fn trim_stacks(&self) -> usize {
         let pool = self.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -39,24 +33,73 @@ impl Shared {
     }
 }
 
+/// The sizes of one two-level pool: what a worker keeps, what the shared level may hold, and
+/// how many a worker takes from the shared level at once.
+#[derive(Clone, Copy, Debug)]
+pub struct Levels {
+    /// Items a worker's own level keeps; past it, half go to the shared level.
+    pub local: usize,
+    /// Items the shared level may hold; when a half would not fit, the surplus is dropped.
+    pub shared: usize,
+    /// Items a worker with an empty level takes from the shared level at once.
+    pub batch: usize,
+}
+
+const TASK_LEVELS: Levels = Levels {
+    local: LOCAL_TASKS,
+    shared: SHARED_TASKS,
+    batch: 32,
+};
+
+/// Stacks: the shared level keeps every stack given back (the pools grow to the most stacks
+/// ever live at once), and a worker takes one at a time from it.
+const STACK_LEVELS: Levels = Levels {
+    local: LOCAL_STACKS,
+    shared: usize::MAX / 2,
+    batch: 1,
+};
+
+/// Takes an item from a worker's own level `local`, refilling it from the shared level with up
+/// to `levels.batch` items (one lock) when it is empty; `None` when both are empty.
+#[inline]
+pub fn take_pooled<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels) -> Option<T> {
+    if let Some(t) = local.pop() {
+        return Some(t);
+    }
+    {
+        let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
+        let k = g.len().min(levels.batch);
+        let at = g.len() - k;
+        local.extend(g.drain(at..));
+    }
+    local.pop()
+}
+
+/// Puts `item` on a worker's own level `local`; a full level first moves half of itself to the
+/// shared level (one lock), or, when the shared level has no room for them, drops what is
+/// over `levels.local`.
+#[inline]
+pub fn put_pooled<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels, item: T) {
+    if local.len() < levels.local {
+        local.push(item);
+        return;
+    }
+    let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
+    let k = levels.local / 2;
+    if g.len() + k <= levels.shared {
+        let at = local.len() - k;
+        g.extend(local.drain(at..));
+    }
+    drop(g);
+    local.push(item);
+    local.truncate(levels.local);
+}
+
 impl WorkerLocal {
     pub(crate) fn take_task(&self) -> Arc<Task> {
-        // SAFETY: owner-only pool, no borrow escapes this block.
+        // SAFETY: owner-only pool, no borrow escapes this call.
         let pool = unsafe { &mut *self.tasks.get() };
-        if let Some(t) = pool.pop() {
-            return t.take();
-        }
-        {
-            let mut g = self
-                .shared()
-                .task_pool
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let k = g.len().min(32);
-            let at = g.len() - k;
-            pool.extend(g.drain(at..));
-        }
-        pool.pop()
+        take_pooled(pool, &self.shared().task_pool, TASK_LEVELS)
             .map(Pooled::take)
             .unwrap_or_else(|| Arc::new(Task::new()))
     }
@@ -65,23 +108,7 @@ impl WorkerLocal {
         let t = Pooled(t);
         // SAFETY: owner-only pool.
         let pool = unsafe { &mut *self.tasks.get() };
-        if pool.len() < LOCAL_TASKS {
-            pool.push(t);
-            return;
-        }
-        let mut g = self
-            .shared()
-            .task_pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let k = LOCAL_TASKS / 2;
-        if g.len() + k <= SHARED_TASKS {
-            let at = pool.len() - k;
-            g.extend(pool.drain(at..));
-        }
-        drop(g);
-        pool.push(t);
-        pool.truncate(LOCAL_TASKS);
+        put_pooled(pool, &self.shared().task_pool, TASK_LEVELS, t);
     }
 
     /// A stack of `size` usable bytes: pooled when it is the runtime's size, else fresh. The
@@ -92,10 +119,7 @@ impl WorkerLocal {
         let made = if size == shared.stack_size {
             // SAFETY: owner-only pool.
             let pool = unsafe { &mut *self.stacks.get() };
-            if let Some(s) = pool.pop() {
-                return Ok(s);
-            }
-            if let Some(s) = shared.take_stack_shared() {
+            if let Some(s) = take_pooled(pool, &shared.stack_pool, STACK_LEVELS) {
                 return Ok(s);
             }
             shared.slabs.carve()
@@ -124,16 +148,7 @@ impl WorkerLocal {
         }
         // SAFETY: owner-only pool.
         let pool = unsafe { &mut *self.stacks.get() };
-        if pool.len() < LOCAL_STACKS {
-            pool.push(s);
-            return;
-        }
-        let mut g = shared.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
-        let k = LOCAL_STACKS / 2;
-        let at = pool.len() - k;
-        g.extend(pool.drain(at..));
-        drop(g);
-        pool.push(s);
+        put_pooled(pool, &shared.stack_pool, STACK_LEVELS, s);
     }
 
     /// Gives up a stack that must not be reused (its thread overflowed it and was abandoned):

@@ -17,6 +17,7 @@ use crate::counters::{Resolved, WorkerSource};
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
+use crate::sleep::word::{SleepWord, SleeperCount};
 use crate::spare::Pooled;
 use crate::stack::{GreenStack, Slabs, StackLimits};
 use crate::task::Task;
@@ -25,7 +26,7 @@ use crossbeam_utils::CachePadded;
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 impl Task {
@@ -41,16 +42,12 @@ impl Task {
     }
 }
 
-/// States of a worker's `sleep` word (the idle protocol, `sleep.rs`).
-pub(crate) const AWAKE: u32 = 0;
-pub(crate) const SLEEPING: u32 = 1;
-pub(crate) const NOTIFIED: u32 = 2;
-
 /// The part of a worker others may touch.
 pub(crate) struct WorkerShared {
     pub(crate) stealer: Stealer<RawJob>,
     pub(crate) inbox: Inbox,
-    pub(crate) sleep: CachePadded<AtomicU32>,
+    /// The idle protocol's word (`sleep/word.rs`).
+    pub(crate) sleep: CachePadded<SleepWord>,
     pub(crate) cpu: Option<usize>,
     /// Victim worker indices, nearest tier first.
     pub(crate) steal_tiers: Vec<Vec<usize>>,
@@ -71,7 +68,7 @@ impl WorkerShared {
         WorkerShared {
             stealer,
             inbox: Inbox::new(),
-            sleep: CachePadded::new(AtomicU32::new(AWAKE)),
+            sleep: CachePadded::new(SleepWord::new()),
             cpu,
             steal_tiers,
             spawned: CachePadded::new(AtomicU64::new(0)),
@@ -85,19 +82,19 @@ impl WorkerShared {
 pub(crate) struct Shared {
     pub(crate) workers: Box<[WorkerShared]>,
     pub(crate) injector: Injector<RawJob>,
-    pub(crate) sleepers: CachePadded<AtomicUsize>,
+    pub(crate) sleepers: CachePadded<SleeperCount>,
     pub(crate) idle: CachePadded<AtomicUsize>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) ext_spawned: AtomicU64,
     pub(crate) ext_finished: AtomicU64,
-    pub(crate) stack_pool: Mutex<Vec<GreenStack>>,
+    pub(crate) stack_pool: crate::sync::Mutex<Vec<GreenStack>>,
     /// Where stacks of `stack_size` are carved from.
     pub(crate) slabs: Slabs,
     /// Whether each stack has a guard page (`Builder::guard_pages`).
     pub(crate) guard_pages: bool,
     /// The live-stack cap and the last refusal to make a stack.
     pub(crate) stack_limits: StackLimits,
-    pub(crate) task_pool: Mutex<Vec<Pooled>>,
+    pub(crate) task_pool: crate::sync::Mutex<Vec<Pooled>>,
     pub(crate) stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
     pub(crate) ready_order: ReadyOrder,

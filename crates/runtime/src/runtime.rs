@@ -8,6 +8,7 @@ use crate::placement::shuffle::ShuffleState;
 use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
+use crate::sleep::SleeperCount;
 use crate::spawn::spawn_raw;
 use crate::stack::{check_stack_size, DEFAULT_STACK_SIZE};
 use crate::stats::RuntimeStats;
@@ -260,13 +261,13 @@ impl Builder {
         let shared = Arc::new(Shared {
             workers,
             injector: Injector::new(),
-            sleepers: CachePadded::new(AtomicUsize::new(0)),
+            sleepers: CachePadded::new(SleeperCount::new()),
             idle: CachePadded::new(AtomicUsize::new(0)),
             shutdown: AtomicBool::new(false),
             ext_spawned: AtomicU64::new(0),
             ext_finished: AtomicU64::new(0),
-            stack_pool: Mutex::new(Vec::new()),
-            task_pool: Mutex::new(Vec::new()),
+            stack_pool: crate::sync::Mutex::new(Vec::new()),
+            task_pool: crate::sync::Mutex::new(Vec::new()),
             stack_size: self.stack_size,
             slabs: crate::stack::Slabs::new(self.stack_size, self.guard_pages),
             guard_pages: self.guard_pages,
@@ -602,16 +603,17 @@ impl Runtime {
         let mut out = format!(
             "live={} sleepers={} idle={} injector={} |",
             sh.live(),
-            sh.sleepers.load(Ordering::SeqCst),
+            sh.sleepers.get(Ordering::SeqCst),
             sh.idle.load(Ordering::SeqCst),
             sh.injector.len()
         );
         for (i, w) in sh.workers.iter().enumerate() {
             out.push_str(&format!(
-                " w{i}: sleep={} deque={} inbox={} spawned={} finished={} |",
-                w.sleep.load(Ordering::SeqCst),
+                " w{i}: sleep={} deque={} inbox={} bound={} spawned={} finished={} |",
+                w.sleep.state(Ordering::SeqCst),
                 w.stealer.len(),
                 w.inbox.len.load(Ordering::SeqCst),
+                w.inbox.bound_len.load(Ordering::SeqCst),
                 w.spawned.load(Ordering::SeqCst),
                 w.finished.load(Ordering::SeqCst)
             ));

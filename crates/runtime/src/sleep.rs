@@ -11,18 +11,22 @@
 //! pushes seen as "one sleeper" by several publishers still reaches every idle worker.
 //!
 //! The publisher side lives here (`Shared::notify_*`); the sleeper side is
-//! `WorkerLocal::idle` in `worker.rs`, which searches with the worker's own steal order.
+//! `WorkerLocal::idle` in `worker.rs`, which searches with the worker's own steal order. The
+//! steps of both sides that touch the protocol's atomics are the functions of `word.rs`
+//! ([`SleepWord`], [`SleeperCount`], [`wake_one`]), which `tests/loom_idle.rs` model-checks.
 
-use crate::registry::{Shared, NOTIFIED, SLEEPING};
-use crate::sys;
-use std::sync::atomic::{fence, Ordering};
+pub(crate) mod word;
+
+pub(crate) use word::{wake_all, wake_one, SleeperCount, Slept};
+
+use crate::registry::Shared;
+use std::sync::atomic::Ordering;
 
 impl Shared {
     /// Wakes one sleeping worker if any (after publishing stealable work).
     #[inline]
     pub(crate) fn notify_one(&self, from: usize) {
-        fence(Ordering::SeqCst);
-        if self.sleepers.load(Ordering::Acquire) == 0 {
+        if !self.sleepers.any_after_publish() {
             return;
         }
         self.wake_one_slow(from);
@@ -31,17 +35,7 @@ impl Shared {
     #[cold]
     fn wake_one_slow(&self, from: usize) {
         let n = self.workers.len();
-        for i in 1..=n {
-            let w = &self.workers[(from + i) % n];
-            if w.sleep.load(Ordering::Relaxed) == SLEEPING
-                && w.sleep
-                    .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                sys::futex_wake(&w.sleep, 1);
-                return;
-            }
-        }
+        wake_one((1..=n).map(|i| &*self.workers[(from + i) % n].sleep));
     }
 
     /// Wakes one sleeping worker after a push to the calling worker's *own* start deque.
@@ -53,7 +47,7 @@ impl Shared {
     /// follows a fence) repairs it.
     #[inline]
     pub(crate) fn notify_one_local_push(&self, from: usize) {
-        if self.sleepers.load(Ordering::SeqCst) == 0 {
+        if !self.sleepers.any_after_local_push() {
             return;
         }
         self.wake_one_slow(from);
@@ -61,16 +55,8 @@ impl Shared {
 
     /// Wakes worker `w` if it sleeps (after putting work in its inbox).
     pub(crate) fn notify_worker(&self, w: usize) {
-        fence(Ordering::SeqCst);
         let ws = &self.workers[w];
-        if ws.sleep.load(Ordering::Relaxed) == SLEEPING
-            && ws
-                .sleep
-                .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            sys::futex_wake(&ws.sleep, 1);
-        } else if ws.inbox.len.load(Ordering::Relaxed) > 1 {
+        if !ws.sleep.wake_after_publish() && ws.inbox.len.load(Ordering::Relaxed) > 1 {
             // The target is busy and work piles up: let an idle worker take some (load balance
             // wins over placement).
             self.notify_one(w);
@@ -78,19 +64,14 @@ impl Shared {
     }
 
     pub(crate) fn notify_all(&self) {
-        fence(Ordering::SeqCst);
-        for w in self.workers.iter() {
-            if w.sleep.swap(NOTIFIED, Ordering::AcqRel) == SLEEPING {
-                sys::futex_wake(&w.sleep, 1);
-            }
-        }
+        wake_all(self.workers.iter().map(|w| &*w.sleep));
     }
 
     /// Workers currently asleep on their futex (or about to be).
     pub(crate) fn sleeping_workers(&self) -> usize {
         self.workers
             .iter()
-            .filter(|w| w.sleep.load(Ordering::Acquire) == SLEEPING)
+            .filter(|w| w.sleep.state(Ordering::Acquire) == word::SLEEPING)
             .count()
     }
 }

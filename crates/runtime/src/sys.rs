@@ -3,6 +3,7 @@
 use std::sync::atomic::AtomicU32;
 
 /// Blocks while `*word == expected` (spurious returns are possible).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     // SAFETY: FUTEX_WAIT_PRIVATE reads the u32 at a valid, aligned address we borrow; a null
     // timeout waits indefinitely. Errors (EAGAIN, EINTR) are spurious returns for our callers.
@@ -18,6 +19,7 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
 }
 
 /// Wakes up to `n` threads blocked on `word`.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {
     // SAFETY: FUTEX_WAKE_PRIVATE only uses the address as a key.
     unsafe {

@@ -9,6 +9,7 @@
 //! nothing for small closures.
 
 use crate::accounting::ThreadAccount;
+use crate::sync::atomic::AtomicU8;
 use corosensei::{Coroutine, Yielder};
 use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
@@ -18,7 +19,7 @@ use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Why a green thread gave its worker back.
@@ -42,20 +43,11 @@ pub(crate) enum Exit {
 pub(crate) type Co = Coroutine<(), Reason, Exit, crate::stack::GreenStack>;
 pub(crate) type GreenYielder = Yielder<(), Reason>;
 
-/// Lifecycle of a task.
-pub(crate) const LIFE_NEW: u8 = 0;
-pub(crate) const LIFE_RUNNING: u8 = 1;
-pub(crate) const LIFE_DONE: u8 = 2;
+pub(crate) mod states;
 
-/// `handle` bits: a join handle exists / the result is written / a waiter is registered.
-pub(crate) const H_HANDLE: u8 = 1;
-pub(crate) const H_DONE: u8 = 2;
-pub(crate) const H_WAITER: u8 = 4;
-
-/// Park states.
-pub(crate) const P_EMPTY: u8 = 0;
-pub(crate) const P_NOTIFIED: u8 = 1;
-pub(crate) const P_PARKED: u8 = 2;
+pub(crate) use states::{HandleState, Latch, ParkState, ScopeCount};
+/// Lifecycle of a task (`states.rs`: `claim` moves it from new to running).
+pub(crate) use states::{LIFE_DONE, LIFE_NEW, LIFE_RUNNING};
 
 const SLOT_WORDS: usize = 8;
 
@@ -227,7 +219,7 @@ impl Waiter {
 
 /// Completion of a scope: its pending count, first panic and owner.
 pub(crate) struct ScopeShared {
-    pub(crate) pending: AtomicUsize,
+    pub(crate) pending: ScopeCount,
     pub(crate) owner: Waiter,
     pub(crate) panic: std::sync::Mutex<Option<Box<dyn Any + Send>>>,
 }
@@ -241,7 +233,7 @@ impl ScopeShared {
     }
 
     pub(crate) fn task_done(self: Arc<ScopeShared>) {
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.pending.done() {
             self.owner.wake_by_ref();
         }
     }
@@ -249,12 +241,12 @@ impl ScopeShared {
 
 /// The control block of one green thread.
 pub(crate) struct Task {
-    /// LIFE_*.
+    /// LIFE_* (`crate::sync`'s atomic: `states::claim` is model-checked).
     pub(crate) life: AtomicU8,
-    /// H_* bits.
-    pub(crate) handle: AtomicU8,
-    /// P_* park state.
-    pub(crate) park: AtomicU8,
+    /// Who owns the result (`states.rs`).
+    pub(crate) handle: HandleState,
+    /// The park permit (`states.rs`).
+    pub(crate) park: ParkState,
     /// Published priority class (the scheduler hook's cell).
     pub(crate) class: ClassCell,
     /// The worker it last ran on.
@@ -387,8 +379,8 @@ impl Task {
     pub(crate) fn new() -> Task {
         Task {
             life: AtomicU8::new(LIFE_NEW),
-            handle: AtomicU8::new(0),
-            park: AtomicU8::new(P_EMPTY),
+            handle: HandleState::new(false),
+            park: ParkState::new(),
             class: ClassCell::new(PriorityClass::Running),
             last_worker: AtomicUsize::new(0),
             shared: UnsafeCell::new(ptr::null()),
@@ -435,9 +427,8 @@ impl Task {
         F: FnOnce() -> T,
     {
         self.life.store(LIFE_NEW, Ordering::Relaxed);
-        self.handle
-            .store(if with_handle { H_HANDLE } else { 0 }, Ordering::Relaxed);
-        self.park.store(P_EMPTY, Ordering::Relaxed);
+        self.handle.reset(with_handle);
+        self.park.reset();
         self.class.set(PriorityClass::Running);
         self.last_worker.store(worker, Ordering::Relaxed);
         self.nested.set(0);
@@ -494,8 +485,8 @@ impl Task {
         unsafe {
             let scope = (*self.scope.get()).take();
             self.life.store(LIFE_DONE, Ordering::Release);
-            let prev = self.handle.fetch_or(H_DONE, Ordering::AcqRel);
-            if prev & H_HANDLE == 0 {
+            let finished = self.handle.finish();
+            if finished.dispose {
                 // Detached: nobody will take the result, so drop it (or hand a panic to the scope).
                 let vt = *self.vtable.get();
                 if let Some(payload) = (vt.dispose)(self.slot.get()) {
@@ -506,7 +497,7 @@ impl Task {
                     }
                 }
             }
-            if prev & H_WAITER != 0 {
+            if finished.wake {
                 if let Some(w) = (*self.waiter.get()).take() {
                     w.wake();
                 }
@@ -534,11 +525,7 @@ impl Task {
     /// Claims a never-started task for running (on a worker or inline by its joiner).
     #[inline]
     pub(crate) fn claim(&self) -> bool {
-        self.life.load(Ordering::Relaxed) == LIFE_NEW
-            && self
-                .life
-                .compare_exchange(LIFE_NEW, LIFE_RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+        states::claim(&self.life)
     }
 
     /// The green thread's name, if it has one.
@@ -552,7 +539,8 @@ impl Task {
 impl Drop for Task {
     fn drop(&mut self) {
         // A task dropped while NEW still holds its job (e.g. the runtime dropped queued work).
-        if *self.life.get_mut() == LIFE_NEW && !(*self.shared.get_mut()).is_null() {
+        // (A Relaxed load: the last owner's view is current, and loom's atomics have no get_mut.)
+        if self.life.load(Ordering::Relaxed) == LIFE_NEW && !(*self.shared.get_mut()).is_null() {
             // SAFETY: we are the last owner; the job never ran.
             unsafe { self.cancel() };
         }

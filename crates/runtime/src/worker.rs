@@ -8,14 +8,14 @@ use crate::counters::WorkerSource;
 use crate::job::{Job, RawJob, StackJobRef};
 use crate::pool::recycle;
 use crate::ready::ReadyQueue;
-use crate::registry::{Shared, WorkerLocal, WorkerShared, AWAKE, SLEEPING};
+use crate::registry::{Shared, WorkerLocal, WorkerShared};
+use crate::sleep::Slept;
 use crate::spawn::count_finished;
-use crate::sys;
-use crate::task::{Co, Exit, Reason, Task, LIFE_RUNNING, P_EMPTY, P_PARKED};
+use crate::task::{Co, Exit, Reason, Task, LIFE_RUNNING};
 use corosensei::CoroutineResult;
 use crossbeam_deque::Steal;
 use std::ptr;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 const SPIN_ROUNDS: u32 = 64;
@@ -237,23 +237,16 @@ impl WorkerLocal {
         if self.ready().len() > 0 || !self.deque.is_empty() {
             return Idle::Woke;
         }
-        me.sleep.store(SLEEPING, Ordering::SeqCst);
-        shared.sleepers.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        let found = self.steal();
-        let exit = found.is_none() && shared.may_exit();
-        if found.is_none() && !exit {
-            bump(&me.acct.sleeps, 1);
-            while me.sleep.load(Ordering::Acquire) == SLEEPING {
-                sys::futex_wait(&me.sleep, SLEEPING);
-            }
-        }
-        me.sleep.store(AWAKE, Ordering::SeqCst);
-        shared.sleepers.fetch_sub(1, Ordering::SeqCst);
-        match found {
-            Some(j) => Idle::Found(j),
-            None if exit => Idle::Exit,
-            None => Idle::Woke,
+        let slept = me.sleep.sleep(
+            &shared.sleepers,
+            || self.steal(),
+            || shared.may_exit(),
+            || bump(&me.acct.sleeps, 1),
+        );
+        match slept {
+            Slept::Found(j) => Idle::Found(j),
+            Slept::Woke => Idle::Woke,
+            Slept::Exit => Idle::Exit,
         }
     }
 
@@ -483,17 +476,10 @@ impl WorkerLocal {
         // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
         // leaked until an unparker takes it back.
         unsafe {
-            if (*raw)
-                .park
-                .compare_exchange(P_EMPTY, P_PARKED, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                // A permit arrived between the park request and now: consume it and run again.
-                // Consume it with an RMW (Acquire), which reads the latest permit write: the
-                // thread then sees what every unparker published, including one that refreshed
-                // the permit after our failed CAS (a plain store would not synchronise with it).
+            if !(*raw).park.publish_parked() {
+                // A permit arrived between the park request and now (`publish_parked` consumed
+                // it): run the thread again.
                 let task = Arc::from_raw(raw);
-                task.park.swap(P_EMPTY, Ordering::Acquire);
                 self.ready().push_woken(Job::Task(task));
             }
         }

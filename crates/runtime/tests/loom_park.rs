@@ -1,91 +1,27 @@
-//! Loom model of the green-thread park permit protocol (`Task::unpark_task`, `park_current`,
-//! `WorkerLocal::finish_park`), reduced to its atomics. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --test loom_park`.
+//! Loom model of the green-thread park permit protocol: the runtime's own [`ParkState`]
+//! (`task/states.rs`), whose steps `parking::park_current`, `WorkerLocal::finish_park` and
+//! `Task::unpark_task` call. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_park`.
 //!
 //! The owner waits for two `join` halves in turn (`while !done { park() }`); a thief finishes
 //! each (`done = true; unpark()`). The first half leaves a stale permit behind, which is the case
 //! where an unpark that merely *loads* NOTIFIED loses the wake-up. Loom explores every
-//! interleaving and weak-memory outcome; a lost wake-up shows as the owner never finishing.
-//! (With the old `NOTIFIED => return` arm, loom reports a deadlock here within milliseconds.)
+//! interleaving and weak-memory outcome; a lost wake-up shows as the owner never finishing
+//! (loom reports a deadlock). (With the old `NOTIFIED => return` arm, loom reports a deadlock
+//! here within milliseconds.)
 #![cfg(loom)]
 
-use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use loom::sync::{Arc, Notify};
+mod loom_support;
+
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
 use loom::thread;
-
-const EMPTY: u8 = 0;
-const NOTIFIED: u8 = 1;
-const PARKED: u8 = 2;
-
-struct Green {
-    park: AtomicU8,
-    /// Signalled when an unparker "schedules" the parked thread (stands for the run queue).
-    scheduled: Notify,
-}
-
-impl Green {
-    fn unpark(&self) {
-        let mut s = self.park.load(Ordering::Acquire);
-        loop {
-            let r = match s {
-                NOTIFIED => self.park.compare_exchange(
-                    NOTIFIED,
-                    NOTIFIED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ),
-                EMPTY => {
-                    self.park
-                        .compare_exchange(EMPTY, NOTIFIED, Ordering::AcqRel, Ordering::Acquire)
-                }
-                _ => match self.park.compare_exchange(
-                    PARKED,
-                    EMPTY,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        self.scheduled.notify();
-                        return;
-                    }
-                    Err(x) => Err(x),
-                },
-            };
-            match r {
-                Ok(_) => return,
-                Err(x) => s = x,
-            }
-        }
-    }
-
-    /// `park_current` plus the worker's `finish_park` and a later resumption.
-    fn park(&self) {
-        if self
-            .park
-            .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            return;
-        }
-        if self
-            .park
-            .compare_exchange(EMPTY, PARKED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            self.scheduled.wait();
-        } else {
-            self.park.swap(EMPTY, Ordering::Acquire);
-        }
-    }
-}
+use loom_support::{model, Green};
 
 #[test]
 fn two_joins_with_a_stale_permit_never_lose_a_wakeup() {
-    loom::model(|| {
-        let g = Arc::new(Green {
-            park: AtomicU8::new(EMPTY),
-            scheduled: Notify::new(),
-        });
+    model(3, || {
+        let g = Arc::new(Green::new());
         let done1 = Arc::new(AtomicBool::new(false));
         let done2 = Arc::new(AtomicBool::new(false));
         let thief = {
@@ -104,5 +40,32 @@ fn two_joins_with_a_stale_permit_never_lose_a_wakeup() {
             g.park();
         }
         thief.join().unwrap();
+    });
+}
+
+#[test]
+fn two_unparkers_schedule_a_parked_thread_once() {
+    // Two wakers race to unpark one thread: at most one may win PARKED -> EMPTY (two winners
+    // would resume one stack twice), and the owner never waits unscheduled (a deadlock).
+    model(3, || {
+        let g = Arc::new(Green::new());
+        let flag = Arc::new(AtomicBool::new(false));
+        let wakers: Vec<_> = (0..2)
+            .map(|_| {
+                let (g, flag) = (g.clone(), flag.clone());
+                thread::spawn(move || {
+                    flag.store(true, Ordering::Release);
+                    usize::from(g.unpark())
+                })
+            })
+            .collect();
+        let mut parks = 0;
+        while !flag.load(Ordering::Acquire) {
+            g.park();
+            parks += 1;
+        }
+        let wins: usize = wakers.into_iter().map(|w| w.join().unwrap()).sum();
+        assert!(wins <= 1, "two unparkers both scheduled the thread");
+        assert!(wins <= parks, "a thread that never parked was scheduled");
     });
 }

@@ -1,16 +1,45 @@
-//! 004's irregular case: the active-threads smoother (workloads/smoother.rs), one green thread
-//! per point of an unstructured grid, per ready order.
+//! 004's irregular case: the active-threads smoother (`benches/common/smoother.rs`, the code
+//! `cargo bench --bench smoother` times), one green thread per point of an unstructured grid,
+//! per ready order, beside rayon's bulk-synchronous sweeps and the sequential loop.
+
+use std::time::Instant;
+
+use footprint::sync::Barrier;
 
 use crate::experiments::orders::{cache_note, Comparison};
 use crate::experiments::{runtime, Ctx};
 use crate::measure::median;
-use crate::model::{
-    format_ns, format_number, format_ratio, Axis, Plot, PlotKind, Section, Table, X,
-};
+use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
 use crate::workloads::orders::ready_orders;
-use crate::workloads::smoother::{run_footprint, Grid, Params};
+use crate::workloads::smoother::{Grid, WIDTH};
 use crate::workloads::working_set::WORKERS;
+
+/// Median of `reps` timed runs after one warm-up; every run's result must equal `expected`.
+fn timed_runs(
+    grid: &mut Grid,
+    reps: usize,
+    expected: &[[f64; WIDTH]],
+    name: &str,
+    mut run: impl FnMut(&Grid),
+) -> Result<f64, String> {
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..=reps {
+        grid.reset();
+        let t = Instant::now();
+        run(grid);
+        let ns = t.elapsed().as_nanos() as f64;
+        if grid.result() != expected {
+            return Err(format!(
+                "{name}: the smoothed values differ from the sequential sweep"
+            ));
+        }
+        if rep > 0 {
+            times.push(ns);
+        }
+    }
+    Ok(median(&times))
+}
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut s = Section::new(
@@ -22,99 +51,79 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          misses than an order without affinity.",
     );
     let side = ctx.mode.pick(16, 48, 64, 64);
-    let params = Params {
-        working_set: 16 << 10,
-        eps: 1e-4,
-        max_updates: ctx.mode.pick(8, 30, 40, 40),
-    };
+    let iters = ctx.mode.pick(3, 10, 10, 10);
     let reps = ctx.mode.pick(1, 3, 7, 21);
-    let grid = Grid::new(side);
+    let mut grid = Grid::new(side, iters);
     let points = grid.points();
+    grid.run_sequential();
+    let expected = grid.result();
+    let start = Barrier::new(points);
     let mut stats = StatsTable::new();
     let mut plot = Plot::new(
         "smoother_004",
-        &format!(
-            "004 irregular smoother: time per smoothing step ({points} green threads × 16 KiB)"
-        ),
+        &format!("004 irregular smoother: time per run ({points} green threads × {iters} sweeps)"),
         PlotKind::Bars,
-        "ready_order",
+        "variant",
         Axis::linear("workload", "workload"),
-        Axis::linear("us_per_step", "µs per smoothing step (median run ÷ steps)"),
+        Axis::linear("ms_per_run", "ms per run (median)"),
     );
     let mut table = Table::new(
         &format!(
-            "Median run of the smoother ({points} points, {} KiB each, 2 workers)",
-            params.working_set >> 10
+            "Median run of the smoother ({points} points, {} B per point and buffer, {iters} \
+             sweeps, {WORKERS} workers; `cargo bench --bench smoother` times the same code)",
+            WIDTH * 8
         ),
-        &[
-            "ready order",
-            "per run",
-            "smoothing steps",
-            "per step",
-            "÷ oldest-first (FIFO)",
-            "final residual",
-        ],
+        &["variant", "per run", "÷ oldest-first (FIFO)"],
     )
     .for_readme("smoother_004");
-    let mut results = Vec::new();
+    let mut results: Vec<(&str, f64)> = Vec::new();
     for (name, order) in ready_orders() {
         ctx.step(name);
         let rt = runtime(WORKERS, order)?;
-        let runs = stats.record(name, &rt, || {
-            (0..=reps)
-                .map(|_| {
-                    let t = std::time::Instant::now();
-                    let outcome = run_footprint(&rt, &grid, params);
-                    (t.elapsed().as_nanos() as f64, outcome)
-                })
-                .skip(1) // warm-up
-                .collect::<Vec<_>>()
-        });
-        if let Some((_, o)) = runs.iter().find(|(_, o)| o.updates == 0) {
-            return Err(format!("{name}: a run did no smoothing step ({o:?})"));
-        }
-        let time = median(&runs.iter().map(|r| r.0).collect::<Vec<_>>());
-        let per_update = median(
-            &runs
-                .iter()
-                .map(|r| r.0 / r.1.updates as f64)
-                .collect::<Vec<_>>(),
-        );
-        let updates = median(&runs.iter().map(|r| r.1.updates as f64).collect::<Vec<_>>());
-        let residual = runs.iter().map(|r| r.1.residual).fold(0.0, f64::max);
-        results.push((name, time, per_update, updates, residual));
+        let time = stats.record(name, &rt, || {
+            timed_runs(&mut grid, reps, &expected, name, |g| {
+                g.run_footprint(&rt, &start)
+            })
+        })?;
+        results.push((name, time));
     }
-    let fifo = results
-        .iter()
-        .find(|r| r.0 == "footprint_fifo")
-        .map_or(f64::NAN, |r| r.2);
-    for (name, time, per_update, updates, residual) in &results {
-        plot.push(name, X::Cat(format!("{points} points")), per_update / 1e3);
+    let orders = Comparison::of(results.iter().copied()).ok_or("no ready order ran")?;
+    ctx.step("rayon_bulk_sync");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(WORKERS)
+        .build()
+        .map_err(|e| format!("a rayon pool: {e}"))?;
+    let rayon_time = timed_runs(&mut grid, reps, &expected, "rayon", |g| g.run_rayon(&pool))?;
+    results.push(("rayon_bulk_sync", rayon_time));
+    ctx.step("sequential");
+    let seq_time = timed_runs(&mut grid, reps, &expected, "sequential", |g| {
+        g.run_sequential()
+    })?;
+    results.push(("sequential", seq_time));
+    for (name, time) in &results {
+        plot.push(name, X::Cat(format!("{points} points")), time / 1e6);
         table.row(vec![
             format!("`{name}`"),
             format_ns(*time),
-            format_number(*updates),
-            format_ns(*per_update),
-            format_ratio(per_update / fifo),
-            format!("{residual:.1e}"),
+            format_ratio(time / orders.fifo),
         ]);
     }
     s.plots.push(plot);
     s.tables.push(table);
     s.tables.push(stats.into_table());
-    let c = Comparison::of(results.iter().map(|r| (r.0, r.2))).ok_or("no ready order ran")?;
     s.measured = format!(
-        "best ready order {} at {} per smoothing step ({} of FIFO's)",
-        c.best,
-        format_ns(c.best_value),
-        format_ratio(c.ratio())
+        "best ready order {} at {} per run ({} of FIFO's); rayon's bulk-synchronous sweeps {}",
+        orders.best,
+        format_ns(orders.best_value),
+        format_ratio(orders.ratio()),
+        format_ns(rayon_time)
     );
-    s.verdict = c.verdict();
-    s.notes.push(cache_note(points * params.working_set));
-    s.notes.push(format!(
-        "Every order does a different number of smoothing steps (the wake-ups decide), so the \
-         figure compared is time per step; each point stops after {} steps at most.",
-        params.max_updates
-    ));
+    s.verdict = orders.verdict();
+    s.notes.push(cache_note(points * WIDTH * 8 * 2));
+    s.notes.push(
+        "Every run is checked bit-exact against the sequential sweep (same operations in the \
+         same order)."
+            .into(),
+    );
     Ok(s)
 }

@@ -1,5 +1,5 @@
 //! The workloads the experiments run: the benches' own bodies (`benches/common`, so that the
-//! report and `cargo bench` time the same code) and the report's own (UTS, the smoother). The
+//! report and `cargo bench` time the same code) and the report's own (UTS). The
 //! bench files that carry no `#![allow(dead_code)]` of their own get one here.
 
 #[path = "../../../benches/common/fib.rs"]
@@ -20,6 +20,7 @@ pub mod peers;
 #[allow(dead_code)]
 #[path = "../../../benches/common/skynet.rs"]
 pub mod skynet;
+#[path = "../../../benches/common/smoother.rs"]
 pub mod smoother;
 pub mod uts;
 #[path = "../../../benches/common/work.rs"]

@@ -145,6 +145,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 &mut || self.may_take(),
                 Some(deadline),
             );
+            // A release may have woken this thread (and set `WAKING`): clear the mark as
+            // `lock_slow`'s woken waiters do, or every later release would wake nobody. When
+            // it was somebody else's wake-up in flight, the cost is one spare wake-up later.
+            self.state.fetch_and(!WAKING, Ordering::SeqCst);
         }
     }
 
@@ -164,21 +168,23 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 return;
             }
             // Nobody was parked after all: take the mark back unless a spinning waiter took
-            // the lock over meanwhile, and release normally.
-            let s = self.state.load(Ordering::SeqCst);
-            if s & HANDOFF == 0
-                || self
-                    .state
-                    .compare_exchange(
-                        s,
-                        s & !(HANDOFF | LOCKED),
-                        Ordering::SeqCst,
-                        Ordering::SeqCst,
-                    )
-                    .is_err()
-            {
-                token.released();
-                return;
+            // the lock over meanwhile, and release normally. (Retried while only `WAKING`
+            // changes under us: giving up there would leave the lock handed to nobody.)
+            let mut s = self.state.load(Ordering::SeqCst);
+            loop {
+                if s & HANDOFF == 0 {
+                    token.released();
+                    return;
+                }
+                match self.state.compare_exchange(
+                    s,
+                    s & !(HANDOFF | LOCKED),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                ) {
+                    Ok(_) => break,
+                    Err(now) => s = now,
+                }
             }
             if self.meta.queue.has_waiters() {
                 self.wake_one();

@@ -55,6 +55,10 @@ pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
     try_acquire().then_some(pauses)
 }
 
+/// A green thread under [`WaitMode::Spin`] yields its worker once per this many backoff rounds
+/// (a few microseconds of spinning once the backoff is at its cap).
+const GREEN_SPIN_YIELD_EVERY: u32 = 16;
+
 /// Waits until `ready()` under policy `W`; returns the nanoseconds waited (0 when not timed).
 pub(crate) fn wait_until<W: WaitPolicy>(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool) -> u64 {
     wait_until_woken::<W>(w, ready, &|| {})
@@ -74,12 +78,23 @@ pub(crate) fn wait_until_woken<W: WaitPolicy>(
     let start = stats::now_ns();
     match W::MODE {
         WaitMode::Spin => {
+            // A green thread spins too, but hands its worker to the other green threads now and
+            // then: they are not preempted, so the thread it waits for (a holder that yielded,
+            // an MCS predecessor, the next ticket) may sit in this worker's own ready queue and
+            // would never run while we spin. It stays runnable: it never parks.
+            let hook = current_hook();
+            let green = hook.is_green();
             let mut shift = 0;
+            let mut rounds = 0u32;
             while !ready() {
                 for _ in 0..(1u32 << shift) {
                     spin_hint();
                 }
                 shift = (shift + 1).min(MAX_BACKOFF_SHIFT);
+                rounds += 1;
+                if green && rounds.is_multiple_of(GREEN_SPIN_YIELD_EVERY) {
+                    hook.yield_now();
+                }
             }
         }
         WaitMode::Block => {

@@ -41,7 +41,10 @@ pub enum WaitMode {
 /// Informed waiting (the default): see the crate docs, "How waiting decides".
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Informed;
-/// Always spin (scheduler-oblivious baseline).
+/// Always spin (scheduler-oblivious baseline). The waiter never parks. On a green thread it
+/// still hands its worker to the other green threads every few microseconds of spinning: green
+/// threads are not preempted, so a pure spin could wait forever for a holder queued on its own
+/// worker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AlwaysSpin;
 /// Block at once (scheduler-oblivious baseline).

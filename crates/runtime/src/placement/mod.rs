@@ -28,7 +28,7 @@ pub(crate) mod state;
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::error::Error;
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal, SLEEPING};
+use crate::registry::{Shared, WorkerLocal};
 use crate::task::{PlacementHints, Reason, Task, LIFE_DONE};
 use state::PlacementCounters;
 use std::ptr;
@@ -80,7 +80,7 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
     let home = task.last_worker.load(Ordering::Relaxed) % n;
     match here {
         Some(h) if h == home => Route::Local,
-        Some(_) if shared.workers[home].sleep.load(Ordering::Relaxed) == SLEEPING => Route::Local,
+        Some(_) if shared.workers[home].sleep.is_sleeping() => Route::Local,
         _ => Route::Inbox(home),
     }
 }

@@ -1,0 +1,212 @@
+//! The idle protocol's state, reduced to what it synchronises on: one [`SleepWord`] per worker
+//! (the futex its owner sleeps on) and the runtime's [`SleeperCount`], with the steps each side
+//! takes. The runtime calls exactly these functions (`sleep.rs` on the publisher side,
+//! `WorkerLocal::idle` in `worker.rs` on the sleeper side); `tests/loom_idle.rs` drives the same
+//! functions under loom (through `crate::sync`), with model queues in place of the deques.
+
+use crate::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+
+/// States of a worker's sleep word.
+pub const AWAKE: u32 = 0;
+/// The owner waits (or is about to wait) on its futex.
+pub const SLEEPING: u32 = 1;
+/// A publisher moved a sleeping owner on; it is waking up.
+pub const NOTIFIED: u32 = 2;
+
+/// One worker's sleep word: [`AWAKE`], [`SLEEPING`] or [`NOTIFIED`]. Its owner sleeps on it as a
+/// futex; anyone may wake it.
+pub struct SleepWord {
+    state: AtomicU32,
+    /// Under loom the futex is a notification (a permit a wake leaves and a wait consumes), so
+    /// a wake between the owner's check and its wait is not lost, as with the kernel's futex.
+    #[cfg(loom)]
+    futex: loom::sync::Notify,
+}
+
+impl Default for SleepWord {
+    fn default() -> Self {
+        SleepWord::new()
+    }
+}
+
+/// What a worker's [`SleepWord::sleep`] ended with.
+pub enum Slept<J> {
+    /// Its last search, after announcing itself, found this job (it did not sleep).
+    Found(J),
+    /// It slept and was woken (or found nothing and was told to look again).
+    Woke,
+    /// Nothing found and the runtime may stop: leave the loop.
+    Exit,
+}
+
+impl SleepWord {
+    /// A word for an awake worker.
+    pub fn new() -> SleepWord {
+        SleepWord {
+            state: AtomicU32::new(AWAKE),
+            #[cfg(loom)]
+            futex: loom::sync::Notify::new(),
+        }
+    }
+
+    /// The current state (diagnostics).
+    pub fn state(&self, order: Ordering) -> u32 {
+        self.state.load(order)
+    }
+
+    /// Whether the owner sleeps or is about to (a hint: placement prefers a waking worker).
+    #[inline]
+    pub fn is_sleeping(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == SLEEPING
+    }
+
+    /// Publisher side: moves a sleeping owner to [`NOTIFIED`] and wakes it; whether this call
+    /// did. The caller has published its work and issued a SeqCst fence first.
+    #[inline]
+    pub fn try_wake(&self) -> bool {
+        if self.state.load(Ordering::Relaxed) == SLEEPING
+            && self
+                .state
+                .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.futex_wake();
+            return true;
+        }
+        false
+    }
+
+    /// Publisher side, after putting work where only this word's owner takes it first (its
+    /// inbox): the SeqCst fence, then [`try_wake`](Self::try_wake).
+    #[inline]
+    pub fn wake_after_publish(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.try_wake()
+    }
+
+    /// Wakes the owner whatever it is doing: it looks again before it sleeps (see [`wake_all`]).
+    fn wake_always(&self) {
+        if self.state.swap(NOTIFIED, Ordering::AcqRel) == SLEEPING {
+            self.futex_wake();
+        }
+    }
+
+    /// Sleeper side, after the owner's searches found nothing and its own queues are empty:
+    /// announces itself (`SLEEPING`, `sleepers += 1`, SeqCst fence), searches once more with
+    /// `last_search`, and unless that finds work or `may_exit` says stop, calls `on_sleep` and
+    /// waits on the futex until a publisher moves the word on. Then it is `AWAKE` again and no
+    /// longer counted.
+    ///
+    /// Why no wake-up is lost: the owner does store (`SLEEPING`) → SeqCst fence → load (the
+    /// queues, in `last_search`); a publisher does store (its push) → SeqCst fence → load
+    /// (`sleepers`, then this word). Of two such sequences at least one sees the other's store:
+    /// the last search finds the work, or the publisher finds the sleeper and wakes it.
+    #[inline]
+    pub fn sleep<J>(
+        &self,
+        sleepers: &SleeperCount,
+        last_search: impl FnOnce() -> Option<J>,
+        may_exit: impl FnOnce() -> bool,
+        on_sleep: impl FnOnce(),
+    ) -> Slept<J> {
+        self.state.store(SLEEPING, Ordering::SeqCst);
+        sleepers.count.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let found = last_search();
+        let exit = found.is_none() && may_exit();
+        if found.is_none() && !exit {
+            on_sleep();
+            while self.state.load(Ordering::Acquire) == SLEEPING {
+                self.futex_wait(SLEEPING);
+            }
+        }
+        self.state.store(AWAKE, Ordering::SeqCst);
+        sleepers.count.fetch_sub(1, Ordering::SeqCst);
+        match found {
+            Some(j) => Slept::Found(j),
+            None if exit => Slept::Exit,
+            None => Slept::Woke,
+        }
+    }
+
+    #[cfg(not(loom))]
+    #[inline]
+    fn futex_wait(&self, expected: u32) {
+        crate::sys::futex_wait(&self.state, expected);
+    }
+
+    #[cfg(not(loom))]
+    #[inline]
+    fn futex_wake(&self) {
+        crate::sys::futex_wake(&self.state, 1);
+    }
+
+    #[cfg(loom)]
+    fn futex_wait(&self, expected: u32) {
+        if self.state.load(Ordering::SeqCst) == expected {
+            self.futex.wait();
+        }
+    }
+
+    #[cfg(loom)]
+    fn futex_wake(&self) {
+        self.futex.notify();
+    }
+}
+
+/// How many workers are announced asleep (see [`SleepWord::sleep`]).
+pub struct SleeperCount {
+    count: AtomicUsize,
+}
+
+impl Default for SleeperCount {
+    fn default() -> Self {
+        SleeperCount::new()
+    }
+}
+
+impl SleeperCount {
+    /// No sleepers.
+    pub fn new() -> SleeperCount {
+        SleeperCount {
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    /// The current count (diagnostics).
+    pub fn get(&self, order: Ordering) -> usize {
+        self.count.load(order)
+    }
+
+    /// Publisher side, after publishing stealable work (the injector, an inbox spill): the
+    /// SeqCst fence, then whether anyone may sleep (then wake one with [`wake_one`]).
+    #[inline]
+    pub fn any_after_publish(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.count.load(Ordering::Acquire) != 0
+    }
+
+    /// Publisher side, after a push to the calling worker's *own* start deque: no fence (the
+    /// pusher drains its own deque before it goes idle, so the push cannot be lost; a missed
+    /// sleeper costs parallelism only). Whether anyone may sleep.
+    #[inline]
+    pub fn any_after_local_push(&self) -> bool {
+        self.count.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// Wakes the first sleeping owner among `words`; whether one was woken.
+#[inline]
+pub fn wake_one<'a>(words: impl IntoIterator<Item = &'a SleepWord>) -> bool {
+    words.into_iter().any(SleepWord::try_wake)
+}
+
+/// Wakes every owner among `words` whatever it is doing (shutdown, the last green thread
+/// finished): after the SeqCst fence each word becomes [`NOTIFIED`], so an owner about to sleep
+/// looks again, and a sleeping one is woken.
+pub fn wake_all<'a>(words: impl IntoIterator<Item = &'a SleepWord>) {
+    fence(Ordering::SeqCst);
+    for w in words {
+        w.wake_always();
+    }
+}
