@@ -36,6 +36,10 @@ pub use footprint_runtime::{
 pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
 // placement (issue 10 B): hints, explicit moves and what the placement rules did.
 pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, PlacementStats};
+// adaptive (issue 12): the runtime chooses how many workers run; `progress` feeds it.
+pub use footprint_runtime::{
+    progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats,
+};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to

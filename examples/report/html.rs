@@ -90,7 +90,6 @@ pub fn render(header: &Header, sections: &[Section]) -> String {
     for s in sections {
         let class = match s.status {
             Status::Measured => "measured",
-            Status::Pending(_) => "pending",
             Status::Failed(_) => "failed",
         };
         let _ = writeln!(

@@ -8,8 +8,6 @@ use std::time::Duration;
 pub enum Status {
     /// Measured here, now.
     Measured,
-    /// The feature it measures has not landed; the text names the issue.
-    Pending(String),
     /// The experiment panicked, returned an error or ran past its time limit.
     Failed(String),
 }
@@ -19,7 +17,6 @@ impl Status {
     pub fn label(&self) -> String {
         match self {
             Status::Measured => "measured".into(),
-            Status::Pending(issue) => format!("pending: {issue}"),
             Status::Failed(error) => format!("FAILED: {error}"),
         }
     }

@@ -76,6 +76,19 @@ pub enum Error {
         /// The runtime's worker count.
         workers: usize,
     },
+    // adaptive (issue 12)
+    /// `Builder::adaptive_workers(min..=max)` was given `min` = 0, `min > max`, or `max` above
+    /// the CPUs the runtime may use.
+    AdaptiveRange {
+        /// The range's start.
+        min: usize,
+        /// The range's end.
+        max: usize,
+        /// The CPUs the runtime may use (`cpus(..)` or the allowed set).
+        cpus: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -118,6 +131,10 @@ impl fmt::Display for Error {
             Error::NotGreen { what } => write!(
                 f,
                 "{what} acts on the calling green thread but was called outside one: call it from a thread spawned on a footprint runtime (spawn, block_on)"
+            ),
+            Error::AdaptiveRange { min, max, cpus, reason } => write!(
+                f,
+                "adaptive_workers({min}..={max}): {reason}; pass a range with 1 <= min <= max <= {cpus} (the CPUs this runtime may use)"
             ),
             Error::NoSuchWorker { worker, workers } => write!(
                 f,

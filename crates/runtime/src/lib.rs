@@ -69,6 +69,7 @@
 //! it first runs fails its [`JoinHandle`] with that error.
 
 mod accounting;
+mod adaptive;
 mod blocking;
 mod clock;
 mod context;
@@ -101,6 +102,8 @@ mod timed_sleep;
 mod timer;
 mod worker;
 
+// adaptive (issue 12)
+pub use adaptive::{progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats};
 pub use blocking::{block_in_place, spawn_blocking};
 pub use counters::{Counters, SourceFactory};
 pub use error::Error;

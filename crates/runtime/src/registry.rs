@@ -121,6 +121,11 @@ pub(crate) struct Shared {
     /// Live green threads that have a name (`GreenBuilder::name`), by control block address: the
     /// names `Runtime::drop` reports when it waits long.
     pub(crate) named: Mutex<HashMap<usize, Arc<str>>>,
+    // adaptive (issue 12): workers with an index at or above `active` rest and hand their
+    // queued threads to the others (`adaptive/limit.rs`; `workers.len()` when not adaptive);
+    // the controller's state when `Builder::adaptive_workers` is on.
+    pub(crate) active: CachePadded<AtomicUsize>,
+    pub(crate) adaptive: Option<crate::adaptive::state::AdaptiveState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the

@@ -47,6 +47,8 @@ pub struct Builder {
     // placement (issue 10 B)
     shuffling: Option<ShuffleConfig>,
     topology: Option<Topology>,
+    // adaptive (issue 12): `adaptive_workers(min..=max)`, set in `adaptive/mod.rs`.
+    pub(crate) adaptive: Option<std::ops::RangeInclusive<usize>>,
 }
 
 impl Default for Builder {
@@ -64,6 +66,7 @@ impl Default for Builder {
             counters: Counters::default(),
             shuffling: None,
             topology: None,
+            adaptive: None,
         }
     }
 }
@@ -230,7 +233,14 @@ impl Builder {
         if counters.timed {
             crate::clock::init();
         }
-        let n = self.workers.unwrap_or(cpus.len());
+        // adaptive (issue 12): `max` workers, `min` of them active at first.
+        if let Some(r) = &self.adaptive {
+            crate::adaptive::state::check_range(r, cpus.len())?;
+        }
+        let n = match &self.adaptive {
+            Some(r) => *r.end(),
+            None => self.workers.unwrap_or(cpus.len()),
+        };
         let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
         let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
@@ -290,6 +300,13 @@ impl Builder {
             exited: Mutex::new(0),
             exited_cv: Condvar::new(),
             named: Mutex::new(HashMap::new()),
+            active: CachePadded::new(AtomicUsize::new(
+                self.adaptive.as_ref().map_or(n, |r| *r.start()),
+            )),
+            adaptive: self
+                .adaptive
+                .as_ref()
+                .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -322,6 +339,11 @@ impl Builder {
                     first_err.get_or_insert(e);
                 }
                 Err(_) => break,
+            }
+        }
+        if first_err.is_none() && shared.adaptive.is_some() {
+            if let Err(e) = crate::adaptive::thread::start(shared.clone()) {
+                first_err = Some(Error::Spawn(e));
             }
         }
         let rt = Runtime {
@@ -394,6 +416,10 @@ fn worker_main(
     };
     // On a pin failure build() reports the error and drops the runtime; this worker just takes
     // part in the shutdown.
+    // adaptive (issue 12): the controller samples the workers' kernel threads.
+    if let Some(a) = &shared.adaptive {
+        a.threads.register_current();
+    }
     let _ = ready.send(pinned);
     drop(ready);
     let prev_hook = footprint_locks::install_hook(&crate::hook::GREEN_HOOK);

@@ -110,6 +110,10 @@ impl Drop for Runtime {
         if let Some(s) = &self.shared.placement.shuffle {
             s.stop();
         }
+        // adaptive (issue 12)
+        if let Some(a) = &self.shared.adaptive {
+            a.stop();
+        }
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.notify_all();
         if context::current_shared() == Arc::as_ptr(&self.shared) {

@@ -53,7 +53,8 @@ impl Shared {
         self.wake_one_slow(from);
     }
 
-    /// Wakes worker `w` if it sleeps (after putting work in its inbox).
+    /// Wakes worker `w` if it sleeps (after putting work in its inbox). A worker resting above
+    /// the active limit (adaptive, issue 12) is woken too: it hands the work on.
     pub(crate) fn notify_worker(&self, w: usize) {
         let ws = &self.workers[w];
         if !ws.sleep.wake_after_publish() && ws.inbox.len.load(Ordering::Relaxed) > 1 {
@@ -67,11 +68,16 @@ impl Shared {
         wake_all(self.workers.iter().map(|w| &*w.sleep));
     }
 
-    /// Workers currently asleep on their futex (or about to be).
+    /// Workers currently asleep on their futex (or about to be), resting ones included.
     pub(crate) fn sleeping_workers(&self) -> usize {
         self.workers
             .iter()
-            .filter(|w| w.sleep.state(Ordering::Acquire) == word::SLEEPING)
+            .filter(|w| {
+                matches!(
+                    w.sleep.state(Ordering::Acquire),
+                    word::SLEEPING | word::SURPLUS
+                )
+            })
             .count()
     }
 }

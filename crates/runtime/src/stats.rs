@@ -209,6 +209,10 @@ pub struct RuntimeStats {
     pub counter_error: Option<String>,
     /// One entry per worker.
     pub workers: Vec<WorkerStats>,
+    // adaptive (issue 12): what the worker-count controller decided.
+    /// The adaptive controller's state and last decisions (`None` unless built with
+    /// [`Builder::adaptive_workers`](crate::Builder::adaptive_workers)).
+    pub adaptive: Option<crate::AdaptiveStats>,
 }
 
 impl RuntimeStats {
@@ -233,6 +237,10 @@ impl RuntimeStats {
             s.steals += ws.steals();
             s.workers.push(ws);
         }
+        s.adaptive = sh
+            .adaptive
+            .as_ref()
+            .map(crate::adaptive::state::AdaptiveState::stats);
         s
     }
 }
@@ -291,6 +299,9 @@ impl fmt::Display for RuntimeStats {
                 w.misses,
                 w.counter_failures
             )?;
+        }
+        if let Some(a) = &self.adaptive {
+            write!(f, "  {a}")?;
         }
         Ok(())
     }

@@ -47,6 +47,11 @@ impl WorkerLocal {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick.is_multiple_of(FAIR_TICK) {
+            // adaptive (issue 12): above the active limit, take no more local work (the loop
+            // then rests, handing it off). Out of line: the pick's code stays as it was.
+            if self.surplus_on_tick() {
+                return None;
+            }
             if let Some(j) = self.pop_own_inbox(me) {
                 return Some(j);
             }
@@ -180,6 +185,11 @@ impl WorkerLocal {
         loop {
             if let Some(j) = self.next_local() {
                 self.run(j);
+                continue;
+            }
+            // adaptive (issue 12): a worker above the active limit does not steal; it rests.
+            if self.surplus() {
+                self.rest_surplus();
                 continue;
             }
             if let Some(j) = self.steal() {

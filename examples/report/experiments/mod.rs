@@ -135,9 +135,9 @@ pub fn all() -> Vec<Experiment> {
         },
         Experiment {
             name: "threads_003",
-            title: "003: thread count (adaptive vs fixed) and the sampler's profile",
+            title: "003: thread count (adaptive vs fixed) and the sampled profile",
             run: threads_003::run,
-            estimate_s: [0.6, 2.0, 4.0, 8.0],
+            estimate_s: [3.0, 8.0, 16.0, 30.0],
             limit_s: None,
         },
         Experiment {

@@ -1,159 +1,171 @@
-//! 003: the thread-count experiment (adaptive vs fixed worker counts) is **pending** until the
-//! adaptive-control issue (#12) lands; what the profile sampler (`footprint::start_profile_sampler`)
-//! sees during a lock-bound run is measured now: CPU utilisation, context-switch rates and lock
-//! time per interval, first with green threads on a 2-worker runtime, then with OS threads.
-//!
-//! To fill in the pending part: run each workload with fixed worker counts 1..=cores and with
-//! `adaptive_workers`, push (variant, workload, time) into `planned_plot()`, and set the status
-//! to measured with the verdict "adaptive within 5 % of the best fixed count".
+//! 003: the thread-count experiment (Thread Reinforcer online, issue 12): a lock-bound and a
+//! compute-bound fork-join workload (`benches/common/adaptive.rs`, the bodies of
+//! `benches/adaptive.rs`) on fixed worker counts 1..=min(2, CPUs) and on one adaptive runtime
+//! (`adaptive_workers(1..=max)`) that meets them in turn, measured after its search. The
+//! adaptive runtime's sampled profile (one row per 100 ms interval: active workers, CPU
+//! utilisation, lock time) is plotted over the whole run, with its decisions.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use footprint::pmu::SamplerConfig;
-use footprint::runtime::ReadyOrder;
+use crate::experiments::Ctx;
+use crate::measure::repeat;
+use crate::model::{format_number, Axis, Plot, PlotKind, Section, Table, X};
+use crate::workloads::adaptive::{self, Config};
+use footprint::Runtime;
 
-use crate::experiments::{runtime, Ctx};
-use crate::model::{format_number, Axis, Plot, PlotKind, Section, Status, Table, X};
-use crate::stats::StatsTable;
-use crate::workloads::lock_hot::{Green, OsThreads, ALL, WORKERS};
+type Workload = (&'static str, Box<dyn Fn(&Runtime) -> Duration>);
 
-pub const PENDING: &str = "issue 12 (adaptive worker count, 003)";
-
-fn planned_plot() -> Plot {
-    Plot::new(
-        "threads_003",
-        "003: time per workload, adaptive vs fixed worker counts",
-        PlotKind::Bars,
-        "workers",
-        Axis::linear("workload", "workload"),
-        Axis::linear("time_ms", "time per run, ms (median)"),
-    )
+fn workloads(ctx: &Ctx) -> Vec<Workload> {
+    let lock_iters = ctx.mode.pick(20, 100, 300, 600);
+    let rounds = ctx.mode.pick(2, 6, 16, 32);
+    vec![
+        (
+            "lock_bound",
+            Box::new(move |rt: &Runtime| adaptive::lock_bound(rt, lock_iters)),
+        ),
+        (
+            "fork_join",
+            Box::new(move |rt: &Runtime| adaptive::fork_join(rt, rounds)),
+        ),
+    ]
 }
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut s = Section::new(
         "threads_003",
-        "003: thread count (adaptive vs fixed) and the sampler's profile",
+        "003: thread count (adaptive vs fixed) and the sampled profile",
         "003 (Pusukuri: Thread Reinforcer, FaithFul), ch. 2 and 5",
         "Cheap run-time monitoring (lock time, context-switch and migration rates, CPU \
          utilisation) is enough to choose the number of threads: the adaptive count matches \
          the best fixed count.",
     );
-    s.status = Status::Pending(PENDING.into());
-    s.plots
-        .push(planned_plot().placeholder(&format!("pending: {PENDING}")));
-
-    let interval = Duration::from_millis(ctx.mode.pick(20, 50, 100, 100));
-    let phase = Duration::from_secs_f64(ctx.mode.pick(0.2, 0.75, 1.5, 3.0));
-    let sampler = footprint::start_profile_sampler(SamplerConfig {
-        interval,
-        window: 2,
-        history: 1000,
-    })
-    .map_err(|e| format!("starting the profile sampler: {e}"))?;
-    let rt = runtime(WORKERS, ReadyOrder::default())?;
-    let green = Green { rt };
-    let bench = &ALL[0]; // single_ctr: one contended lock
-    let mut stats = StatsTable::new();
-    let t0 = Instant::now();
-    ctx.step("green threads, single_ctr");
-    let green_runs = stats.record(
-        "single_ctr, green threads (profile phase 1)",
-        &green.rt,
-        || {
-            let mut runs = 0u64;
-            while t0.elapsed() < phase {
-                (bench.green)(&green);
-                runs += 1;
+    let min_warm = Duration::from_secs_f64(ctx.mode.pick(0.3, 0.6, 1.0, 1.5));
+    let settle_limit = Duration::from_secs_f64(ctx.mode.pick(0.6, 2.0, 4.0, 6.0));
+    let wls = workloads(ctx);
+    let configs = Config::all();
+    let mut times = Plot::new(
+        "threads_003",
+        "003: time per workload run, fixed worker counts and adaptive (median)",
+        PlotKind::Bars,
+        "workers",
+        Axis::linear("workload", "workload"),
+        Axis::linear("time_ms", "time per run, ms (median)"),
+    );
+    // medians[workload][config]
+    let mut medians = vec![vec![f64::NAN; configs.len()]; wls.len()];
+    let mut settled = Vec::new();
+    let mut adaptive_rt = None;
+    for (ci, config) in configs.iter().enumerate() {
+        let rt = config.build();
+        for (wi, (name, f)) in wls.iter().enumerate() {
+            ctx.step(&format!("{name}, {}", config.name()));
+            if let Config::Adaptive(..) = config {
+                let ok = adaptive::settle(&rt, min_warm, settle_limit, |rt| {
+                    f(rt);
+                });
+                let active = rt.active_workers();
+                settled.push(format!(
+                    "{name}: {} at {active} active",
+                    if ok { "settled" } else { "still searching" }
+                ));
             }
-            runs
-        },
-    );
-    let switch_at = t0.elapsed();
-    ctx.step("OS threads, single_ctr");
-    let mut os_runs = 0u64;
-    while t0.elapsed() < phase * 2 {
-        (bench.os)(&OsThreads);
-        os_runs += 1;
+            let m = repeat(ctx.reps(), || f(&rt)).median() / 1e6;
+            medians[wi][ci] = m;
+            times.push(&config.name(), X::Cat((*name).into()), m);
+        }
+        if let Config::Adaptive(..) = config {
+            adaptive_rt = Some(rt);
+        }
     }
-    // The interval in progress at the end holds the end of phase 2.
-    sampler.wait_for_intervals(sampler.intervals() + 1, interval * 20);
-    let history = sampler.history();
-    drop(sampler);
-    if history.len() < 2 {
-        return Err(format!(
-            "the sampler delivered {} intervals in {:?}",
-            history.len(),
-            phase * 2
-        ));
-    }
+    let rt = adaptive_rt.ok_or("no adaptive configuration")?;
+    let stats = rt
+        .stats()
+        .adaptive
+        .ok_or("the adaptive runtime has no adaptive stats")?;
+    let samples = rt.adaptive_samples();
+    drop(rt);
 
-    let mut util = Plot::new(
-        "threads_003-profile-cpu-lock",
-        &format!(
-            "Sampler profile, single_ctr: green threads until {:.2} s, then OS threads",
-            switch_at.as_secs_f64()
-        ),
-        PlotKind::Lines,
-        "channel",
-        Axis::linear("time_s", "time since the sampler started, s"),
-        Axis::linear("value", "CPUs busy / share of time waiting for locks"),
-    );
-    let mut switches = Plot::new(
-        "threads_003-profile-switches",
-        "Sampler profile, single_ctr: context switches per second",
-        PlotKind::Lines,
-        "channel",
-        Axis::linear("time_s", "time since the sampler started, s"),
-        Axis::linear("per_second", "context switches per second"),
-    );
-    let origin = history[0].start_ns;
-    for p in &history {
-        let t = X::Num((p.end_ns - origin) as f64 / 1e9);
-        util.push(
-            "CPU utilisation (CPUs)",
-            t.clone(),
-            p.process.cpu_utilisation,
-        );
-        if let Some(lock) = p.lock_time_fraction {
-            util.push("lock time fraction", t.clone(), lock);
+    let mut header: Vec<String> = vec!["workload".into()];
+    header.extend(configs.iter().map(|c| format!("{} (ms)", c.name())));
+    header.push("adaptive ÷ best fixed".into());
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = Table::new("Median time per run", &header_refs);
+    let mut within = 0;
+    let mut ratios = Vec::new();
+    for (wi, (name, _)) in wls.iter().enumerate() {
+        let fixed = configs
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, Config::Fixed(_)))
+            .map(|(ci, _)| medians[wi][ci])
+            .fold(f64::INFINITY, f64::min);
+        let ada = medians[wi][configs.len() - 1];
+        let ratio = ada / fixed;
+        if ratio <= 1.05 {
+            within += 1;
         }
-        switches.push("voluntary", t.clone(), p.process.voluntary_switches_per_s);
-        switches.push(
-            "involuntary",
-            t.clone(),
-            p.process.involuntary_switches_per_s,
-        );
-        if let Some(m) = p.process.migrations_per_s {
-            switches.push("migrations", t, m);
+        ratios.push(format!("{name} {}", format_number(ratio)));
+        let mut row = vec![(*name).to_string()];
+        row.extend(medians[wi].iter().map(|m| format_number(*m)));
+        row.push(format_number(ratio));
+        table.row(row);
+    }
+    s.tables.push(table);
+
+    let mut decisions = Table::new(
+        "The adaptive runtime's decisions",
+        &["at (s)", "active", "why"],
+    );
+    for d in &stats.decisions {
+        decisions.row(vec![
+            format_number(d.at.as_secs_f64()),
+            d.active.to_string(),
+            d.reason.to_string(),
+        ]);
+    }
+    s.tables.push(decisions);
+
+    let mut profile = Plot::new(
+        "threads_003-profile",
+        "The adaptive runtime's sampled profile (lock_bound, then fork_join)",
+        PlotKind::Lines,
+        "channel",
+        Axis::linear("time_s", "time since the runtime was built, s"),
+        Axis::linear(
+            "value",
+            "workers / CPUs busy / share of time waiting for locks",
+        ),
+    );
+    for p in &samples {
+        let t = X::Num(p.at.as_secs_f64());
+        profile.push("active workers", t.clone(), p.active as f64);
+        profile.push("CPU utilisation (CPUs)", t.clone(), p.cpu);
+        if let Some(l) = p.lock_time {
+            profile.push("lock time", t.clone(), l);
+        }
+        if let Some(o) = p.others {
+            profile.push("other programs' runnable threads", t, o);
         }
     }
-    s.plots.push(util);
-    s.plots.push(switches);
-    s.tables.push(stats.into_table());
-    let mut runs = Table::new("Profile run", &["phase", "runs of single_ctr", "intervals"]);
-    runs.row(vec![
-        "green threads, 2 workers".into(),
-        green_runs.to_string(),
-        String::new(),
-    ]);
-    runs.row(vec![
-        "OS threads".into(),
-        os_runs.to_string(),
-        history.len().to_string(),
-    ]);
-    s.tables.push(runs);
-    let mean = |f: &dyn Fn(&footprint::pmu::IntervalProfile) -> f64| {
-        history.iter().map(f).sum::<f64>() / history.len() as f64
-    };
+    s.plots.push(times);
+    s.plots.push(profile);
     s.measured = format!(
-        "adaptive vs fixed: not measured yet. Profile: {} intervals of {:?}; mean CPU \
-         utilisation {} CPUs, {} voluntary switches/s",
-        history.len(),
-        interval,
-        format_number(mean(&|p| p.process.cpu_utilisation)),
-        format_number(mean(&|p| p.process.voluntary_switches_per_s).round()),
+        "adaptive ÷ best fixed count: {} ({}); {} intervals sampled, {} decisions; controller \
+         {} % of one core",
+        ratios.join(", "),
+        settled.join("; "),
+        stats.intervals,
+        stats.decisions_total,
+        format_number(100.0 * stats.controller_share()),
     );
-    s.verdict = format!("pending: {PENDING} (the sampler's profile is shown)");
+    s.notes.push(
+        "This machine's choice is between 1 and 2 workers (2 CPUs), and it is shared: the best \
+         fixed count depends on the load at the time."
+            .into(),
+    );
+    s.verdict = format!(
+        "adaptive within 5 % of the best fixed count on {within} of {} workloads",
+        wls.len()
+    );
     Ok(s)
 }

@@ -2,6 +2,8 @@
 //! report and `cargo bench` time the same code) and the report's own (UTS). The
 //! bench files that carry no `#![allow(dead_code)]` of their own get one here.
 
+#[path = "../../../benches/common/adaptive.rs"]
+pub mod adaptive;
 #[path = "../../../benches/common/fib.rs"]
 pub mod fib;
 #[path = "../../../benches/common/fragments.rs"]

@@ -12,8 +12,12 @@ pub const AWAKE: u32 = 0;
 pub const SLEEPING: u32 = 1;
 /// A publisher moved a sleeping owner on; it is waking up.
 pub const NOTIFIED: u32 = 2;
+/// adaptive (issue 12): the owner rests above the active-worker limit (`adaptive/limit.rs`).
+/// General wake-ups ([`wake_one`]) pass it by; a wake-up aimed at this worker
+/// ([`SleepWord::wake_after_publish`]), [`SleepWord::rouse`] and [`wake_all`] reach it.
+pub const SURPLUS: u32 = 3;
 
-/// One worker's sleep word: [`AWAKE`], [`SLEEPING`] or [`NOTIFIED`]. Its owner sleeps on it as a
+/// One worker's sleep word: [`AWAKE`], [`SLEEPING`], [`NOTIFIED`] or [`SURPLUS`]. Its owner sleeps on it as a
 /// futex; anyone may wake it.
 pub struct SleepWord {
     state: AtomicU32,
@@ -54,21 +58,20 @@ impl SleepWord {
         self.state.load(order)
     }
 
-    /// Whether the owner sleeps or is about to (a hint: placement prefers a waking worker).
+    /// Whether the owner sleeps, rests above the active limit, or is about to (a hint:
+    /// placement prefers a waking worker).
     #[inline]
     pub fn is_sleeping(&self) -> bool {
-        self.state.load(Ordering::Relaxed) == SLEEPING
+        matches!(self.state.load(Ordering::Relaxed), SLEEPING | SURPLUS)
     }
 
-    /// Publisher side: moves a sleeping owner to [`NOTIFIED`] and wakes it; whether this call
-    /// did. The caller has published its work and issued a SeqCst fence first.
+    /// Moves the owner from `from` to [`NOTIFIED`] and wakes it; whether this call did.
     #[inline]
-    pub fn try_wake(&self) -> bool {
-        if self.state.load(Ordering::Relaxed) == SLEEPING
-            && self
-                .state
-                .compare_exchange(SLEEPING, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+    fn wake_from(&self, from: u32) -> bool {
+        if self
+            .state
+            .compare_exchange(from, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
         {
             self.futex_wake();
             return true;
@@ -76,19 +79,61 @@ impl SleepWord {
         false
     }
 
+    /// Publisher side: moves a sleeping owner to [`NOTIFIED`] and wakes it; whether this call
+    /// did. The caller has published its work and issued a SeqCst fence first.
+    #[inline]
+    pub fn try_wake(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == SLEEPING && self.wake_from(SLEEPING)
+    }
+
     /// Publisher side, after putting work where only this word's owner takes it first (its
-    /// inbox): the SeqCst fence, then [`try_wake`](Self::try_wake).
+    /// inbox): the SeqCst fence, then wakes the owner if it sleeps or rests (a resting owner
+    /// hands the work on).
     #[inline]
     pub fn wake_after_publish(&self) -> bool {
         fence(Ordering::SeqCst);
-        self.try_wake()
+        match self.state.load(Ordering::Relaxed) {
+            s @ (SLEEPING | SURPLUS) => self.wake_from(s),
+            _ => false,
+        }
     }
 
     /// Wakes the owner whatever it is doing: it looks again before it sleeps (see [`wake_all`]).
     fn wake_always(&self) {
-        if self.state.swap(NOTIFIED, Ordering::AcqRel) == SLEEPING {
+        if matches!(
+            self.state.swap(NOTIFIED, Ordering::AcqRel),
+            SLEEPING | SURPLUS
+        ) {
             self.futex_wake();
         }
+    }
+
+    /// Controller side (adaptive, issue 12), after raising the active limit (store, SeqCst
+    /// fence): wakes the owner if it rests; whether this call did.
+    #[inline]
+    pub fn rouse(&self) -> bool {
+        self.wake_from(SURPLUS)
+    }
+
+    /// Resting side (adaptive): announces the rest (`SURPLUS`, SeqCst fence). The owner then
+    /// re-reads the limit and its inbox and, if still surplus with nothing arrived, calls
+    /// [`rest`](Self::rest): store → fence → load against the waker's store → fence → load.
+    #[inline]
+    pub fn announce_rest(&self) {
+        self.state.store(SURPLUS, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Resting side: waits on the futex while the word reads `SURPLUS`.
+    pub fn rest(&self) {
+        while self.state.load(Ordering::Acquire) == SURPLUS {
+            self.futex_wait(SURPLUS);
+        }
+    }
+
+    /// Resting side: awake again (after a rest, or an announcement it did not wait on).
+    pub fn set_awake(&self) {
+        self.state.store(AWAKE, Ordering::SeqCst);
     }
 
     /// Sleeper side, after the owner's searches found nothing and its own queues are empty:

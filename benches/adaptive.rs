@@ -1,0 +1,114 @@
+//! Issue 12: the adaptive worker count against fixed counts, side by side in one run.
+//!
+//! Workloads (`benches/common/adaptive.rs`), each on fixed 1, fixed 2 and adaptive 1..=2
+//! workers (this machine has 2 CPUs, so the whole choice is 1 or 2):
+//! - `lock_bound`: 8 green threads on one mutex whose critical section walks 32 KiB of shared
+//!   data (fewer workers should win: the data stays in one core's cache);
+//! - `fork_join`: 64 leaves of ≈20 µs per round, split with `join` (all workers should win);
+//! - `phases`: a lock-bound phase then a fork-join phase, ≈0.3 s each, repeated (the
+//!   controller must notice each change and search again);
+//! - `multiprog/<degree>`: 002's lock-and-barrier loop on 8 green threads with `degree - 1`
+//!   background copies of 002's program (2 OS threads each, informed waiting) on the same CPUs.
+//!
+//! The adaptive runtime is built once per benchmark and run until its search has settled
+//! before criterion's warm-up (so its figure is "after its search"); its state is printed.
+//!
+//! Run: `cargo bench --bench adaptive -- --warm-up-time 1 --measurement-time 2`
+
+#[path = "common/adaptive.rs"]
+mod adaptive;
+#[path = "common/multiprog.rs"]
+mod program;
+#[path = "common/work.rs"]
+mod work;
+
+use adaptive::Config;
+use criterion::{criterion_group, BenchmarkId, Criterion};
+use std::time::Duration;
+
+const SETTLE: Duration = Duration::from_secs(4);
+
+/// One workload on every configuration: each runtime warmed with `warm` until settled, then
+/// timed with `run`.
+fn side_by_side(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    warm: impl Fn(&footprint::Runtime),
+    run: impl Fn(&footprint::Runtime, u64) -> Duration,
+) {
+    for config in Config::all() {
+        let rt = config.build();
+        adaptive::settle(&rt, Duration::ZERO, SETTLE, &warm);
+        eprintln!("{name} {}: {}", config.name(), adaptive::describe(&rt));
+        g.bench_function(BenchmarkId::new(name, config.name()), |b| {
+            b.iter_custom(|iters| run(&rt, iters))
+        });
+        eprintln!("  after: {}", adaptive::describe(&rt));
+    }
+}
+
+fn workloads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("adaptive");
+    side_by_side(
+        &mut g,
+        "lock_bound",
+        |rt| {
+            adaptive::lock_bound(rt, 50);
+        },
+        adaptive::lock_bound,
+    );
+    side_by_side(
+        &mut g,
+        "fork_join",
+        |rt| {
+            adaptive::fork_join(rt, 4);
+        },
+        adaptive::fork_join,
+    );
+    g.sample_size(10);
+    for config in Config::all() {
+        let rt = config.build();
+        g.bench_function(BenchmarkId::new("phases", config.name()), |b| {
+            b.iter_custom(|iters| adaptive::phases(&rt, iters, 3000, 120))
+        });
+        eprintln!("phases {}: {}", config.name(), adaptive::describe(&rt));
+    }
+    g.finish();
+}
+
+fn multiprogramming(c: &mut Criterion) {
+    let mut g = c.benchmark_group("adaptive_multiprog");
+    for degree in 1..=4usize {
+        let _background = program::Background::start(program::Variant::Informed, degree - 1);
+        for config in Config::all() {
+            let rt = config.build();
+            adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
+                adaptive::lock_barrier(rt, 2000);
+            });
+            g.bench_function(BenchmarkId::new(config.name(), degree), |b| {
+                b.iter_custom(|iters| adaptive::lock_barrier(&rt, iters))
+            });
+            eprintln!(
+                "multiprog {degree} {}: {}",
+                config.name(),
+                adaptive::describe(&rt)
+            );
+        }
+    }
+    g.finish();
+}
+
+#[path = "common/short.rs"]
+mod short;
+
+criterion_group! {
+    name = benches;
+    config = short::config();
+    targets = workloads, multiprogramming
+}
+
+fn main() {
+    program::run_background_if_requested();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
