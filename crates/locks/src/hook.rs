@@ -53,3 +53,13 @@ pub fn current_hook() -> &'static dyn SchedulerHook {
         .with(|h| h.get())
         .unwrap_or_else(crate::os::os_hook)
 }
+
+/// The calling thread's class cell: `current_hook().class_cell()`, with no virtual call where no
+/// hook is installed (an OS thread). Not inlined, for the same reason as [`current_hook`].
+#[inline(never)]
+pub(crate) fn current_class_cell() -> *const ClassCell {
+    match INSTALLED.with(|h| h.get()) {
+        Some(h) => h.class_cell(),
+        None => crate::os::os_class_cell(),
+    }
+}

@@ -82,11 +82,18 @@ pub fn current_tid() -> i32 {
     })
 }
 
+/// The calling OS thread's class cell (what [`OsHook`]'s `class_cell` returns), valid as long as
+/// the thread lives.
+#[inline]
+pub(crate) fn os_class_cell() -> *const ClassCell {
+    CLASS.with(|c| c as *const ClassCell)
+}
+
 impl SchedulerHook for OsHook {
     fn class_cell(&self) -> &ClassCell {
         // SAFETY: the thread-local lives as long as the current OS thread, which is the
         // contract of `class_cell`; it is never moved.
-        CLASS.with(|c| unsafe { &*(c as *const ClassCell) })
+        unsafe { &*os_class_cell() }
     }
 
     fn higher_class_ready(&self, than: PriorityClass) -> bool {

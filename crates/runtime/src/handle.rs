@@ -42,11 +42,12 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
             // its green-locals are set aside so the inline thread starts with its own (empty)
             // set, as it would on a stack of its own.
             unsafe {
+                // The joiner's control block: the same before and after the inline run (only
+                // the worker under it may change, if the inline thread yields or parks).
                 let me = current_task_ptr();
                 let saved = (*(*me).locals.get()).take();
                 (*me).nested.set((*me).nested.get() + 1);
                 t.run_job_in_place();
-                let me = current_task_ptr();
                 (*me).nested.set((*me).nested.get() - 1);
                 clear_task_locals(&*me);
                 *(*me).locals.get() = saved;

@@ -91,6 +91,7 @@ mod registry;
 mod runtime;
 mod shutdown;
 mod sleep;
+mod spare;
 mod spawn;
 mod stack;
 mod stats;

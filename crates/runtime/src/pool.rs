@@ -10,9 +10,11 @@
 use crate::context::ctx_ptr;
 use crate::error::Error;
 use crate::registry::{Shared, WorkerLocal};
+use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
 use crate::sync::Mutex;
 use crate::task::Task;
+use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -98,10 +100,12 @@ impl WorkerLocal {
         // SAFETY: owner-only pool, no borrow escapes this call.
         let pool = unsafe { &mut *self.tasks.get() };
         take_pooled(pool, &self.shared().task_pool, TASK_LEVELS)
+            .map(Pooled::take)
             .unwrap_or_else(|| Arc::new(Task::new()))
     }
 
-    pub(crate) fn put_task(&self, t: Arc<Task>) {
+    fn put_task(&self, t: Arc<Task>) {
+        let t = Pooled(t);
         // SAFETY: owner-only pool.
         let pool = unsafe { &mut *self.tasks.get() };
         put_pooled(pool, &self.shared().task_pool, TASK_LEVELS, t);
@@ -155,31 +159,51 @@ impl WorkerLocal {
     }
 }
 
-/// Returns a finished control block to the pool of the worker the caller runs on.
+/// Returns a finished control block to the pool of the worker the caller runs on, when the
+/// caller holds its last reference (besides its spare one); otherwise gives up the spare
+/// reference and drops the caller's.
 pub(crate) fn recycle(task: Arc<Task>) {
     let c = ctx_ptr();
-    if c.is_null() {
-        return;
-    }
     // SAFETY: a non-null context is alive; the worker's pools are touched only by its OS thread.
+    // The caller of `recycle` is the block's recycler (the spare flag is its).
     unsafe {
-        let w = (*c).worker;
-        if w.is_null() {
-            return;
-        }
-        let w = &*w;
+        let w = if c.is_null() {
+            ptr::null()
+        } else {
+            (*c).worker
+        };
+        let mine = 1 + usize::from(*task.spare_ref.get());
         // Unique: no other Arc (we never make Weak ones), so nobody else can reach the block.
-        if Arc::strong_count(&task) != 1 {
+        if w.is_null() || Arc::strong_count(&task) != mine {
+            release_spare(&task);
             return;
         }
         fence(Ordering::Acquire);
         if (*task.co.get()).is_some() {
+            release_spare(&task);
             return;
         }
         *task.waiter.get() = None;
         *task.name.get() = None;
         *task.scope.get() = None;
         *task.locals.get() = None;
-        w.put_task(task);
+        (*w).put_task(task);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spare::{entry_ref, keep_entry_ref};
+
+    #[test]
+    fn recycling_off_a_worker_gives_the_spare_reference_up() {
+        let t = Arc::new(Task::new());
+        let weak = Arc::downgrade(&t);
+        // SAFETY: the test owns the block exclusively, as spawner and joiner.
+        unsafe { keep_entry_ref(entry_ref(&t)) };
+        // Not on a worker: no pool to return to, so the block must be freed.
+        recycle(t);
+        assert!(weak.upgrade().is_none(), "the block was freed, not leaked");
     }
 }

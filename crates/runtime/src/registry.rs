@@ -18,6 +18,7 @@ use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
 use crate::sleep::word::{SleepWord, SleeperCount};
+use crate::spare::Pooled;
 use crate::stack::{GreenStack, Slabs, StackLimits};
 use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
@@ -93,7 +94,7 @@ pub(crate) struct Shared {
     pub(crate) guard_pages: bool,
     /// The live-stack cap and the last refusal to make a stack.
     pub(crate) stack_limits: StackLimits,
-    pub(crate) task_pool: crate::sync::Mutex<Vec<Arc<Task>>>,
+    pub(crate) task_pool: crate::sync::Mutex<Vec<Pooled>>,
     pub(crate) stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
     pub(crate) ready_order: ReadyOrder,
@@ -185,10 +186,12 @@ pub(crate) struct ThreadCtx {
 pub(crate) struct WorkerLocal {
     pub(crate) index: usize,
     pub(crate) shared: *const Shared,
+    /// `&shared.workers[index]`, kept so that the switch path finds it without an index check.
+    pub(crate) me: *const WorkerShared,
     pub(crate) deque: Deque<RawJob>,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
-    pub(crate) tasks: UnsafeCell<Vec<Arc<Task>>>,
+    pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
     pub(crate) ctx: ThreadCtx,
     pub(crate) tick: Cell<u32>,
     pub(crate) rng: Cell<u64>,
@@ -211,6 +214,7 @@ impl WorkerLocal {
         WorkerLocal {
             index,
             shared: Arc::as_ptr(shared),
+            me: &shared.workers[index],
             deque,
             ready: UnsafeCell::new(ReadyQueue::new(
                 shared.ready_order,
@@ -237,6 +241,13 @@ impl WorkerLocal {
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
+    }
+
+    /// This worker's shared part (`shared().workers[index]`).
+    #[inline]
+    pub(crate) fn me(&self) -> &WorkerShared {
+        // SAFETY: it lives in `Shared::workers`, alive while the worker loop runs (see `shared`).
+        unsafe { &*self.me }
     }
 
     #[inline]

@@ -763,9 +763,35 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    GreenBuilder::new()
-        .spawn_inner(f)
-        .unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
+    // No builder: no name, size or hints to carry (and none to drop) on the hot path.
+    spawn_current(f, None, None, None).unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
+}
+
+/// Spawns on the current runtime (the global one outside any runtime): [`spawn`] and
+/// [`GreenBuilder::spawn`].
+#[inline(always)]
+fn spawn_current<F, T>(
+    f: F,
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    hints: Option<Box<crate::task::PlacementHints>>,
+) -> Result<JoinHandle<T>, Error>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let mut s = context::current_shared();
+    if s.is_null() {
+        s = global_shared();
+    }
+    // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
+    unsafe { (*s).stack_limits.admit()? };
+    // SAFETY: as above; 'static closure and result.
+    let t = unsafe { spawn_raw(&*s, f, true, name, stack_size, None, hints) };
+    Ok(JoinHandle {
+        task: Some(t),
+        _marker: PhantomData,
+    })
 }
 
 /// Options for one green thread: a name (shown in panic and overflow reports) and a stack size.
@@ -888,19 +914,7 @@ impl GreenBuilder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let mut s = context::current_shared();
-        if s.is_null() {
-            s = global_shared();
-        }
-        // SAFETY: as below, the runtime is alive while we run.
-        unsafe { (*s).stack_limits.admit()? };
         let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
-        // SAFETY: the runtime is the caller's (alive while it runs) or the global one; 'static
-        // closure and result.
-        let t = unsafe { spawn_raw(&*s, f, true, self.name, self.stack_size, None, hints) };
-        Ok(JoinHandle {
-            task: Some(t),
-            _marker: PhantomData,
-        })
+        spawn_current(f, self.name, self.stack_size, hints)
     }
 }

@@ -5,7 +5,9 @@
 use crate::context::ctx_ptr;
 use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
+use crate::pool::recycle;
 use crate::registry::{Shared, WorkerLocal};
+use crate::spare::{entry_ref, keep_entry_ref, Pooled};
 use crate::task::{self, PlacementHints, Task};
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -52,7 +54,7 @@ where
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             match hints {
                 None => {
-                    w.deque.push(RawJob::task(t.clone()));
+                    w.deque.push(RawJob::task(entry_ref(&t)));
                     shared.notify_one_local_push(w.index);
                 }
                 Some(h) => {
@@ -67,13 +69,14 @@ where
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
+                .map(Pooled::take)
                 .unwrap_or_else(|| Arc::new(Task::new()));
             register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             match hints {
                 None => {
-                    shared.injector.push(RawJob::task(t.clone()));
+                    shared.injector.push(RawJob::task(entry_ref(&t)));
                     shared.notify_one(0);
                 }
                 Some(h) => {
@@ -142,8 +145,9 @@ pub(crate) unsafe fn take_back_stack_job(
                     w.deque.push(RawJob::stack(s));
                     break;
                 }
-                // A spawned thread its joiner already ran inline: drop the stale entry.
-                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => drop(t),
+                // A spawned thread its joiner already ran inline: the stale entry goes (and the
+                // block back to the pool when the joiner is done with it).
+                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => recycle(t),
                 // Newer than ours (spawned threads, other green threads' join halves): hand
                 // them to this worker's inbox, where it or a thief runs them.
                 other => others.push(other),
@@ -172,9 +176,15 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
         let w = &*(*c).worker;
         loop {
             match w.deque.pop().map(RawJob::into_job) {
-                Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => return true,
+                Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => {
+                    // We popped its only queue entry and our caller holds its handle (the
+                    // contract of `keep_entry_ref`).
+                    keep_entry_ref(top);
+                    return true;
+                }
+                // A stale entry (see `take_back_stack_job`): the last reference recycles.
                 Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
-                    drop(top)
+                    recycle(top)
                 }
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {

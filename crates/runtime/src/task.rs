@@ -111,8 +111,9 @@ unsafe fn run_job<F: FnOnce() -> T, T>(slot: *mut Slot) -> bool {
     // SAFETY: the caller guarantees the slot holds Stored::Job(F) and that we own it now.
     unsafe {
         let p = stored_ptr::<F, T>(slot);
-        let f = match ptr::read(p) {
-            Stored::Job(f) => f,
+        // In place, then the closure alone (see `take_result`).
+        let f = match &*p {
+            Stored::Job(f) => ptr::read(f),
             Stored::Done(_) => unreachable!("job slot ran twice"),
         };
         let r = panic::catch_unwind(AssertUnwindSafe(f));
@@ -134,10 +135,14 @@ unsafe fn take_result<F: FnOnce() -> T, T>(slot: *mut Slot, out: *mut ()) {
     // SAFETY: the slot holds Stored::Done; `out` points to MaybeUninit<thread::Result<T>>.
     unsafe {
         let p = stored_ptr::<F, T>(slot);
-        match ptr::read(p) {
-            Stored::Done(r) => ptr::write(out.cast::<std::thread::Result<T>>(), r),
+        // The variant is checked in place and only the result is read: reading the whole enum
+        // at once (one wide load over the tag and the value, stored separately by `run_job`)
+        // stalls on store forwarding, which profiles of spawn + join showed.
+        let r = match &*p {
+            Stored::Done(r) => ptr::read(r),
             Stored::Job(_) => unreachable!("result taken before the job ran"),
-        }
+        };
+        ptr::write(out.cast::<std::thread::Result<T>>(), r);
         free_box::<F, T>(slot);
     }
 }
@@ -293,6 +298,12 @@ pub(crate) struct Task {
     /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
     /// inline on the joiner's worker, which would defeat the placement.
     pub(crate) bound: std::sync::atomic::AtomicBool,
+    /// The block's strong count includes one reference that no `Arc` holds: left by a joiner
+    /// that took its own queue entry back (spawn, then join), it becomes the queue entry of the
+    /// block's next spawn, which so costs no atomic increment and the join no decrement
+    /// (`pool.rs`: `entry_ref`, `keep_entry_ref`, `recycle`, `Pooled`). Touched only by the
+    /// block's exclusive owner: its spawner before publishing it, its joiner, its recycler.
+    pub(crate) spare_ref: UnsafeCell<bool>,
     /// Shuffling (003): nanoseconds parked in locks (written by the thread itself), the home
     /// worker a shuffling decision gave it (`usize::MAX`: none), and whether the monitor holds
     /// it.
@@ -390,6 +401,7 @@ impl Task {
             acct: ThreadAccount::default(),
             hints: UnsafeCell::new(None),
             bound: std::sync::atomic::AtomicBool::new(false),
+            spare_ref: UnsafeCell::new(false),
             lock_wait_ns: std::sync::atomic::AtomicU64::new(0),
             shuffle_home: AtomicUsize::new(usize::MAX),
             shuffle_monitored: std::sync::atomic::AtomicBool::new(false),

@@ -43,7 +43,7 @@ impl WorkerLocal {
     #[inline]
     fn next_local(&self) -> Option<Job> {
         let shared = self.shared();
-        let me = &shared.workers[self.index];
+        let me = self.me();
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick.is_multiple_of(FAIR_TICK) {
@@ -261,51 +261,41 @@ impl WorkerLocal {
     }
 
     /// Runs one job until it finishes, yields or parks.
+    ///
+    /// The switch path (resume, then a yield or park) is inlined into the loop; starting a
+    /// coroutine, finishing a thread and migrating are out of line (`start`, `finish`), so that
+    /// the loop's frame stays small.
+    #[inline]
     fn run(&self, job: Job) {
         let task = match job {
             Job::Task(t) => t,
-            Job::Stack(r) => {
-                let run = StackRun(r);
-                // SAFETY: the stack job stays alive until it reports done (its owner waits).
-                unsafe { spawn_job_local(self, move || run.run()) }
-            }
+            Job::Stack(r) => self.stack_job_task(r),
         };
         self.run_task(task);
     }
 
-    fn run_task(&self, task: Arc<Task>) {
-        let t: &Task = &task;
+    /// A green thread for a stolen `join` half.
+    #[inline(never)]
+    fn stack_job_task(&self, r: StackJobRef) -> Arc<Task> {
+        let run = StackRun(r);
+        // SAFETY: the stack job stays alive until it reports done (its owner waits).
+        unsafe { spawn_job_local(self, move || run.run()) }
+    }
+
+    #[inline]
+    fn run_task(&self, mut task: Arc<Task>) {
         // SAFETY: we hold the task's run reference, so its plain fields are ours.
         unsafe {
-            let co = &mut *t.co.get();
-            if co.is_none() {
-                if !t.claim() {
-                    // Its joiner ran it inline already; this queue entry is stale.
-                    self.stolen.set(false);
-                    return;
-                }
-                let size = *t.stack_size.get();
-                match self.take_stack(size) {
-                    Ok(stack) => {
-                        let tp = t as *const Task as usize;
-                        *t.stack_limit.get() = corosensei::stack::Stack::limit(&stack).get();
-                        let c = Co::with_stack(stack, move |y, ()| green_entry(tp, y));
-                        *t.trap.get() = Some(c.trap_handler());
-                        *co = Some(c);
-                    }
-                    Err(e) => {
-                        // The joiner gets the typed error naming the limit.
-                        crate::task::fail_unrun(t, Box::new(e));
-                        t.complete();
-                        count_finished(t);
-                        recycle(task);
-                        return;
-                    }
+            if (*task.co.get()).is_none() {
+                match self.start(task) {
+                    Some(started) => task = started,
+                    None => return,
                 }
             }
+            let t: &Task = &task;
+            let co = &mut *t.co.get();
             debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
-            let me = &self.shared().workers[self.index];
-            bump(&me.acct.runs, 1);
+            bump(&self.me().acct.runs, 1);
             if self.timed {
                 self.begin_run(t);
             }
@@ -324,29 +314,83 @@ impl WorkerLocal {
                 CoroutineResult::Yield(Reason::Migrate(to)) => {
                     crate::placement::finish_migrate(self, task, to)
                 }
-                CoroutineResult::Return(exit) => {
-                    self.tick_stale.set(true);
-                    *t.trap.get() = None;
-                    let co = (*t.co.get()).take().expect("coroutine present");
-                    let size = *t.stack_size.get();
-                    if exit == Exit::Overflow {
-                        let msg = format!(
-                            "footprint: green thread {} overflowed its stack of {size} bytes; give it a larger one with Builder::stack_size",
-                            describe(t)
-                        );
-                        crate::task::fail_running(t, Box::new(msg));
-                        self.shared().overflows.fetch_add(1, Ordering::Relaxed);
-                        // The stack was abandoned mid-call; do not reuse it.
-                        self.discard_stack(co.into_stack());
-                    } else {
-                        self.put_stack(co.into_stack(), size);
-                    }
+                CoroutineResult::Return(exit) => self.finish(task, exit),
+            }
+        }
+    }
+
+    /// Gives a new green thread its stack and coroutine and hands the run reference back; `None`
+    /// when there is nothing to run (its joiner ran it inline, or no stack could be had: then
+    /// it is finished with the error and recycled).
+    ///
+    /// # Safety
+    /// The caller holds `task`'s run reference and the thread has no coroutine yet.
+    #[inline(never)]
+    unsafe fn start(&self, task: Arc<Task>) -> Option<Arc<Task>> {
+        let t: &Task = &task;
+        if !t.claim() {
+            // Its joiner ran it inline already; this queue entry is stale. Joining in spawn
+            // order leaves one such entry per thread, usually the block's last reference: it
+            // goes back to the pool here (dropping it freed the block, and every spawn then
+            // allocated a new one, which profiles of skynet showed).
+            self.stolen.set(false);
+            recycle(task);
+            return None;
+        }
+        // SAFETY: per the contract the plain fields are ours.
+        unsafe {
+            let size = *t.stack_size.get();
+            match self.take_stack(size) {
+                Ok(stack) => {
+                    let tp = t as *const Task as usize;
+                    *t.stack_limit.get() = corosensei::stack::Stack::limit(&stack).get();
+                    let c = Co::with_stack(stack, move |y, ()| green_entry(tp, y));
+                    *t.trap.get() = Some(c.trap_handler());
+                    *t.co.get() = Some(c);
+                    Some(task)
+                }
+                Err(e) => {
+                    // The joiner gets the typed error naming the limit.
+                    crate::task::fail_unrun(t, Box::new(e));
                     t.complete();
                     count_finished(t);
                     recycle(task);
+                    None
                 }
             }
         }
+    }
+
+    /// A green thread's closure returned (or its stack overflowed): its stack goes back to the
+    /// pool (an overflowed one is discarded), the joiner is woken, the block is recycled.
+    ///
+    /// # Safety
+    /// The caller holds `task`'s run reference and its coroutine just returned `exit`.
+    #[inline(never)]
+    unsafe fn finish(&self, task: Arc<Task>, exit: Exit) {
+        let t: &Task = &task;
+        self.tick_stale.set(true);
+        // SAFETY: per the contract the plain fields are ours.
+        unsafe {
+            *t.trap.get() = None;
+            let co = (*t.co.get()).take().expect("coroutine present");
+            let size = *t.stack_size.get();
+            if exit == Exit::Overflow {
+                let msg = format!(
+                    "footprint: green thread {} overflowed its stack of {size} bytes; give it a larger one with Builder::stack_size",
+                    describe(t)
+                );
+                crate::task::fail_running(t, Box::new(msg));
+                self.shared().overflows.fetch_add(1, Ordering::Relaxed);
+                // The stack was abandoned mid-call; do not reuse it.
+                self.discard_stack(co.into_stack());
+            } else {
+                self.put_stack(co.into_stack(), size);
+            }
+            t.complete();
+        }
+        count_finished(t);
+        recycle(task);
     }
 
     /// Accounts the start of a run of `t` (counters on): the run, a migration, a steal, the
@@ -356,7 +400,8 @@ impl WorkerLocal {
     /// (so the scheduler's pick of the next thread, a few ns, is counted in the run it
     /// picked), unless the worker did something longer since (finished a thread, stole, went
     /// idle), which asks for a fresh read (`tick_stale`).
-    #[inline]
+    // Out of line: the default counters never call it, and the switch path stays small.
+    #[inline(never)]
     fn begin_run(&self, t: &Task) {
         let now = if self.tick_stale.replace(false) {
             clock::ticks()
@@ -375,7 +420,7 @@ impl WorkerLocal {
     }
 
     /// Accounts the end of a run of `t`; returns the run's cache misses where counted.
-    #[inline]
+    #[inline(never)]
     fn end_run(&self, t: &Task) -> Option<u64> {
         let now = clock::ticks();
         let ticks = now.wrapping_sub(self.run_start.get());

@@ -84,9 +84,22 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     /// The guard state of an acquisition (the holder counts it once sampling started).
-    #[inline]
+    ///
+    /// Inlined into `lock`: a lock never contended (`sampled == 0`) with statistics off pays
+    /// one load, one flag test and the class publication; counting, sampling and the clock are
+    /// out of line (`held_counted`).
+    #[inline(always)]
     fn held(&self, scope: ClassScope) -> HeldToken {
         let n = self.sampled.load(Ordering::Relaxed);
+        if n == 0 && !stats::enabled() {
+            return scope.into_held_untimed();
+        }
+        self.held_counted(scope, n)
+    }
+
+    /// [`held`](Self::held) once the lock has been contended (or statistics are on).
+    #[inline(never)]
+    fn held_counted(&self, scope: ClassScope, n: u32) -> HeldToken {
         let sample = n != 0 && {
             self.sampled
                 .store(n.wrapping_add(1).max(1), Ordering::Relaxed);
@@ -253,7 +266,7 @@ impl<W: WaitPolicy> Default for RawTtasLock<W> {
 // SAFETY: the LOCKED bit is taken with an Acquire CAS that requires it clear, and released with a
 // Release (or SeqCst) RMW or store by the holder only.
 unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
-    #[inline]
+    #[inline(always)]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
         if self
@@ -272,7 +285,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
         self.try_acquire().then(|| self.held(scope))
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn unlock(&self, token: HeldToken) {
         token.releasing(&self.meta);
         if W::MODE == WaitMode::Spin {

@@ -2,7 +2,7 @@
 //! ([`queue`]), the hold-time history of Bellosa's two-phase rule, the class bookkeeping of an
 //! acquisition, and the informed spin-or-park decision ([`informed`]).
 
-use crate::hook::{current_hook, ClassCell, PriorityClass};
+use crate::hook::{current_class_cell, current_hook, ClassCell, PriorityClass};
 use crate::stats::{self, LockTimes};
 use crate::sync::{spin_hint, Ordering};
 use std::ptr;
@@ -258,7 +258,7 @@ impl ClassScope {
     #[inline]
     pub(crate) fn enter<W: WaitPolicy>() -> ClassScope {
         if W::MODE == WaitMode::Informed {
-            let cell: *const ClassCell = current_hook().class_cell();
+            let cell = current_class_cell();
             // SAFETY: the hook contract keeps the cell valid while this thread lives.
             let saved = unsafe { (*cell).get() };
             ClassScope { cell, saved }
@@ -289,6 +289,18 @@ impl ClassScope {
     pub(crate) fn into_held(self, meta: &LockMeta) -> HeldToken {
         let sample = meta.history.sample_this();
         self.into_held_sampled(meta, sample)
+    }
+
+    /// The guard state of an acquisition that is neither timed nor counted (the uncontended
+    /// fast path): publishes `Holder`, reads no clock.
+    #[inline(always)]
+    pub(crate) fn into_held_untimed(self) -> HeldToken {
+        self.publish(PriorityClass::Holder);
+        HeldToken {
+            cell: self.cell,
+            saved: self.saved,
+            since_ns: 0,
+        }
     }
 
     /// [`into_held`](Self::into_held) for a lock that decides itself whether this hold is timed
@@ -322,14 +334,22 @@ impl ClassScope {
 
 impl HeldToken {
     /// Bookkeeping of a release, before the algorithm hands the lock on: records the hold time.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn releasing(&self, meta: &LockMeta) {
         if self.since_ns != 0 {
-            let held = stats::now_ns().saturating_sub(self.since_ns);
-            meta.history.record(held);
-            if stats::enabled() {
-                meta.times.add_hold(held);
-            }
+            self.record_hold(meta);
+        }
+    }
+
+    /// The timed part of [`releasing`](Self::releasing), out of line (one hold in
+    /// `SAMPLE_EVERY`, or every hold while statistics are on).
+    #[cold]
+    #[inline(never)]
+    fn record_hold(&self, meta: &LockMeta) {
+        let held = stats::now_ns().saturating_sub(self.since_ns);
+        meta.history.record(held);
+        if stats::enabled() {
+            meta.times.add_hold(held);
         }
     }
 

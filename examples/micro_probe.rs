@@ -1,0 +1,117 @@
+//! One runtime micro-operation in a loop, alone in its process, for profilers and for
+//! process-to-process comparisons (issue 15):
+//!
+//! ```text
+//! cargo run --release --example micro_probe -- yield 10000000
+//! valgrind --tool=callgrind target/release/examples/micro_probe yield 100000
+//! perf stat -e task-clock target/release/examples/micro_probe spawn_join 10000000
+//! ```
+//!
+//! Operations: `yield` (two green threads ping-pong on 1 worker; one yield is one iteration),
+//! `spawn_join` (spawn an empty green thread from a green thread and join it, 1 worker),
+//! `spawn_join2` (the same on 2 workers), `mutex` (lock + unlock of an uncontended
+//! `footprint::sync::Mutex` on the main OS thread), `std_mutex` (the same with
+//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`.
+//! Prints the wall-clock time per operation and the process's CPU time per operation: the CPU
+//! time does not grow when other processes take the CPU away, so it compares processes (and
+//! commits) on a loaded machine.
+
+#[path = "../benches/common/micro.rs"]
+mod micro;
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn mutex_loop(iters: u64) -> Duration {
+    let m = footprint::sync::Mutex::new(0u64);
+    let start = Instant::now();
+    for _ in 0..iters {
+        *black_box(&m).lock() += 1;
+    }
+    let d = start.elapsed();
+    assert_eq!(*m.lock(), iters, "every increment counted");
+    d
+}
+
+fn std_mutex_loop(iters: u64) -> Duration {
+    let m = std::sync::Mutex::new(0u64);
+    let start = Instant::now();
+    for _ in 0..iters {
+        *black_box(&m).lock().expect("never poisoned") += 1;
+    }
+    let d = start.elapsed();
+    assert_eq!(
+        *m.lock().expect("never poisoned"),
+        iters,
+        "every increment counted"
+    );
+    d
+}
+
+/// The CPU time of the whole process so far: a yield's CPU time does not grow when other
+/// processes take the CPU away, so it compares processes on a loaded machine.
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "CLOCK_PROCESS_CPUTIME_ID is available on Linux");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn runtime(workers: usize, pin: bool) -> footprint::Runtime {
+    footprint::Runtime::builder()
+        .workers(workers)
+        .pin(pin)
+        .build()
+        .expect("a runtime")
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let op = args.first().map(String::as_str).unwrap_or("yield");
+    let iters: u64 = match args.get(1).map(|s| s.parse()) {
+        None => 10_000_000,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("micro_probe: the iteration count must be a positive integer");
+            return ExitCode::FAILURE;
+        }
+    };
+    // A third argument `unpinned` builds the runtime with `pin(false)`.
+    let pin = match args.get(2).map(String::as_str) {
+        None | Some("pinned") => true,
+        Some("unpinned") => false,
+        Some(other) => {
+            eprintln!("micro_probe: the third argument is pinned or unpinned, not {other:?}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cpu_start = process_cpu();
+    let d = match op {
+        "yield" => micro::footprint_yield(&runtime(1, pin), iters),
+        "spawn_join" => micro::footprint_spawn_join(&runtime(1, pin), iters),
+        "spawn_join2" => micro::footprint_spawn_join(&runtime(2, pin), iters),
+        "mutex" => mutex_loop(iters),
+        "std_mutex" => std_mutex_loop(iters),
+        other => {
+            eprintln!(
+                "micro_probe: unknown operation {other:?}; use yield, spawn_join, spawn_join2, mutex or std_mutex"
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let cpu = process_cpu() - cpu_start;
+    let ns = d.as_secs_f64() * 1e9 / iters as f64;
+    // Two green threads yield `iters` times each: 2 · iters yields used the CPU time.
+    let ops = if op == "yield" { 2 * iters } else { iters };
+    let cpu_ns = cpu.as_secs_f64() * 1e9 / ops as f64;
+    println!(
+        "{op}: {iters} iterations, {:.2} ns each (wall clock), {cpu_ns:.2} ns of process CPU time each",
+        black_box(ns)
+    );
+    ExitCode::SUCCESS
+}
