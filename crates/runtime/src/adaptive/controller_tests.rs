@@ -178,6 +178,38 @@ fn throughput_decides_where_progress_is_reported() {
 }
 
 #[test]
+fn throughput_overrides_lock_time_where_progress_is_reported() {
+    // Lock time high and rising with the workers (it would stop the search without progress
+    // figures), but the throughput keeps growing: the reported work decides, all workers win.
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            lock_time: Some(if t == 1 { 0.12 } else { 0.40 }),
+            throughput: Some(1000.0 * t as f64),
+            ..quiet(t as f64 * 0.9)
+        },
+        100,
+    );
+    assert_eq!(ds.last().copied(), decided(2, Reason::ReachedMax), "{ds:?}");
+    // The same profile without progress figures stops at 1 on the lock contention.
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(
+        &mut c,
+        &|t| Sample {
+            lock_time: Some(if t == 1 { 0.12 } else { 0.40 }),
+            ..quiet(t as f64 * 0.9)
+        },
+        100,
+    );
+    assert_eq!(
+        ds.last().copied(),
+        decided(1, Reason::LockContention),
+        "{ds:?}"
+    );
+}
+
+#[test]
 fn a_phase_change_searches_again() {
     let mut c = controller(1, 2, 2);
     let compute = |t: usize| quiet(t as f64);
