@@ -75,6 +75,7 @@ mod clock;
 mod context;
 mod counters;
 mod error;
+mod green_builder;
 mod handle;
 mod hook;
 mod inbox;
@@ -107,6 +108,7 @@ pub use adaptive::{progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, A
 pub use blocking::{block_in_place, spawn_blocking};
 pub use counters::{Counters, SourceFactory};
 pub use error::Error;
+pub use green_builder::{spawn, GreenBuilder};
 pub use handle::JoinHandle;
 pub use introspect::{current_num_threads, current_thread_index, BroadcastContext};
 pub use join::{join, scope, Scope, ScopedJoinHandle};
@@ -116,7 +118,7 @@ pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };
 pub use ready::ReadyOrder;
-pub use runtime::{current_runtime_id, global, spawn, Builder, GreenBuilder, Runtime};
+pub use runtime::{current_runtime_id, global, Builder, Runtime};
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;

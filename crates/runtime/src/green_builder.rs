@@ -1,0 +1,185 @@
+//! Spawning one green thread on the current runtime (the global one outside any): [`spawn`] and
+//! [`GreenBuilder`] (a name, a stack size, placement hints).
+
+use crate::context;
+use crate::error::Error;
+use crate::handle::JoinHandle;
+use crate::runtime::global_shared;
+use crate::spawn::spawn_raw;
+use crate::stack::check_stack_size;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Spawns a green thread on the current runtime (the global one outside any runtime) and
+/// returns its handle. Dropping the handle detaches the thread.
+///
+/// # Panics
+/// In the caller, with the [`Error`]'s message, when the runtime cannot give the thread a stack
+/// (the `Builder::max_stacks` cap is reached, or the last stack could not be mapped); use
+/// [`GreenBuilder::spawn`] for the typed error.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let h = rt.block_on(|| footprint_runtime::spawn(|| "hi"));
+/// assert_eq!(h.join().unwrap(), "hi");
+/// ```
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // No builder: no name, size or hints to carry (and none to drop) on the hot path.
+    spawn_current(f, None, None, None).unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
+}
+
+/// Spawns on the current runtime (the global one outside any runtime): [`spawn`] and
+/// [`GreenBuilder::spawn`].
+#[inline(always)]
+fn spawn_current<F, T>(
+    f: F,
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    hints: Option<Box<crate::task::PlacementHints>>,
+) -> Result<JoinHandle<T>, Error>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let mut s = context::current_shared();
+    if s.is_null() {
+        s = global_shared();
+    }
+    // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
+    unsafe { (*s).stack_limits.admit()? };
+    // SAFETY: as above; 'static closure and result.
+    let t = unsafe { spawn_raw(&*s, f, true, name, stack_size, None, hints) };
+    Ok(JoinHandle {
+        task: Some(t),
+        _marker: PhantomData,
+    })
+}
+
+/// Options for one green thread: a name (shown in panic and overflow reports) and a stack size.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+/// let h = rt.block_on(|| {
+///     footprint_runtime::GreenBuilder::new()
+///         .name("leaf")
+///         .stack_size(256 << 10)
+///         .spawn(|| 7)
+///         .unwrap()
+/// });
+/// assert_eq!(h.name().as_deref(), Some("leaf"));
+/// assert_eq!(h.join().unwrap(), 7);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct GreenBuilder {
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    // placement (issue 10 B)
+    hints: crate::task::PlacementHints,
+}
+
+impl GreenBuilder {
+    /// Default options (no name, the runtime's stack size).
+    pub fn new() -> GreenBuilder {
+        GreenBuilder::default()
+    }
+
+    /// Names the green thread.
+    pub fn name(mut self, name: impl Into<String>) -> GreenBuilder {
+        self.name = Some(Arc::from(name.into()));
+        self
+    }
+
+    /// Its usable stack size (a stack of a size other than the runtime's is not pooled).
+    pub fn stack_size(mut self, bytes: usize) -> GreenBuilder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Declares that the thread works on data fragment `id` of about `bytes` bytes (001): the
+    /// threads of one fragment are batched on one worker (a new fragment opens its batch on the
+    /// least-loaded worker) and run back to back there, so the fragment is read into that
+    /// worker's cache once. The thread stays bound to the batch's worker (wake-ups that name no
+    /// worker send it back there; idle workers do not steal it). Change it while running with
+    /// [`set_fragment`](crate::set_fragment). A size of 0 makes [`GreenBuilder::spawn`] fail
+    /// with [`Error::EmptyFragment`].
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build().unwrap();
+    /// let workers: Vec<Option<usize>> = rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..4)
+    ///         .map(|_| {
+    ///             GreenBuilder::new()
+    ///                 .fragment(7, 512 << 10)
+    ///                 .spawn(footprint_runtime::park::current_worker)
+    ///                 .unwrap()
+    ///         })
+    ///         .collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).collect()
+    /// });
+    /// assert!(workers.iter().all(|w| *w == workers[0]), "one fragment, one worker");
+    /// ```
+    pub fn fragment(mut self, id: u64, bytes: usize) -> GreenBuilder {
+        self.hints.fragment = Some((id, bytes));
+        self
+    }
+
+    /// Declares the thread a partner of `other` (004 §5.3, attract): it starts, and resumes
+    /// after wake-ups that name no worker, on the worker `other` last ran on, sharing its cache.
+    /// If `other` has finished by then, the hint is ignored (counted in
+    /// [`PlacementStats::finished_hint_ignored`](crate::PlacementStats)) and the thread is
+    /// placed by the plain rules; never an error. A fragment hint takes precedence.
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let a = footprint_runtime::spawn(|| 1);
+    ///     let b = GreenBuilder::new().partner(&a).spawn(|| 2).unwrap();
+    ///     assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
+    /// });
+    /// ```
+    pub fn partner<U>(mut self, other: &JoinHandle<U>) -> GreenBuilder {
+        self.hints.partner = other.task.clone();
+        self
+    }
+
+    /// Declares the thread a rival of `other` (004 §5.3, repulse: both are compute-heavy or
+    /// would evict each other's data): it runs on a worker other than the one `other` last ran
+    /// on (when the runtime has more than one). A finished rival is ignored like a finished
+    /// partner ([`GreenBuilder::partner`]).
+    pub fn rival<U>(mut self, other: &JoinHandle<U>) -> GreenBuilder {
+        self.hints.rival = other.task.clone();
+        self
+    }
+
+    /// Spawns it on the current runtime (the global one outside any runtime).
+    ///
+    /// Errors: [`Error::StackTooSmall`], [`Error::EmptyFragment`] (a fragment hint of 0 bytes).
+    pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if let Some((fragment, 0)) = self.hints.fragment {
+            return Err(Error::EmptyFragment { fragment });
+        }
+        if let Some(s) = self.stack_size {
+            check_stack_size(s)?;
+        }
+        self.spawn_inner(f)
+    }
+
+    fn spawn_inner<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
+        spawn_current(f, self.name, self.stack_size, hints)
+    }
+}
