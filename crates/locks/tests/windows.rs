@@ -203,3 +203,49 @@ fn a_timed_waiter_woken_by_unlock_lets_the_next_unlock_wake() {
     });
     assert_eq!(*lock.lock(), 2);
 }
+
+/// The default `Mutex` publishes its holder's class only once a waiter went past the quick spin
+/// (issue 15: nobody reads the class of an uncontended lock's holder). Before: the holder's
+/// class stays `Running`. A waiter that parked marks the lock; it publishes `Holder` when it gets
+/// the lock, and so does every later holder, until each release restores the saved class.
+#[test]
+fn default_mutex_publishes_holder_once_it_was_contended() {
+    let m = footprint_locks::Mutex::new(0u32);
+    let mine = footprint_locks::current_hook().class_cell();
+    {
+        let _g = m.lock();
+        assert_eq!(
+            mine.get(),
+            PriorityClass::Running,
+            "never contended: nothing published"
+        );
+    }
+    let waiter = FakeHook::leak(Some(0));
+    with_parked_waiter(
+        &m,
+        waiter,
+        |v| {
+            assert_eq!(
+                waiter.cell.get(),
+                PriorityClass::Holder,
+                "the waiter that parked"
+            );
+            *v += 1;
+        },
+        |held| drop(held),
+    );
+    assert_eq!(
+        waiter.cell.get(),
+        PriorityClass::Running,
+        "restored at its release"
+    );
+    let g = m.lock();
+    assert_eq!(
+        mine.get(),
+        PriorityClass::Holder,
+        "contended once: every holder publishes"
+    );
+    assert_eq!(*g, 1);
+    drop(g);
+    assert_eq!(mine.get(), PriorityClass::Running);
+}

@@ -83,15 +83,38 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 .is_ok()
     }
 
-    /// The guard state of an acquisition (the holder counts it once sampling started).
+    /// The guard state of an acquisition that waited for nothing (`lock`'s and `try_lock`'s fast
+    /// path), before any class is known.
     ///
-    /// Inlined into `lock`: a lock never contended (`sampled == 0`) with statistics off pays
-    /// one load, one flag test and the class publication; counting, sampling and the clock are
-    /// out of line (`held_counted`).
+    /// A lock that was never contended (`sampled == 0`), with statistics off, publishes nothing:
+    /// the holder's class is read only by threads that wait, and there are none (the first
+    /// waiter that goes past the quick spin sets `sampled`, and from then on every holder
+    /// publishes `Holder`). So this is one load and one flag test, with no thread-local, no
+    /// class store and no restore at the release; the informing path is out of line
+    /// (`held_informing`).
     #[inline(always)]
+    fn held_fast(&self) -> HeldToken {
+        let n = self.sampled.load(Ordering::Relaxed);
+        if n == 0 && !stats::enabled() {
+            return HeldToken::unpublished();
+        }
+        self.held_informing(n)
+    }
+
+    /// [`held_fast`](Self::held_fast) once the lock has been contended (or statistics are on):
+    /// saves the class and publishes `Holder`, counts and samples the hold.
+    #[inline(never)]
+    fn held_informing(&self, n: u32) -> HeldToken {
+        self.held_counted(ClassScope::enter::<W>(), n)
+    }
+
+    /// The guard state of an acquisition that waited (its class scope entered, `Waiter`
+    /// published under informed waiting): publishes `Holder`, counts and samples the hold.
+    #[inline]
     fn held(&self, scope: ClassScope) -> HeldToken {
         let n = self.sampled.load(Ordering::Relaxed);
         if n == 0 && !stats::enabled() {
+            // Only `AlwaysSpin` waits without marking the lock contended; it publishes nothing.
             return scope.into_held_untimed();
         }
         self.held_counted(scope, n)
@@ -106,6 +129,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             n.is_multiple_of(SAMPLE_EVERY)
         };
         scope.into_held_sampled(&self.meta, sample)
+    }
+
+    /// Marks the lock contended (a wait went past the quick spin): from now on its holders
+    /// publish `Holder` and time one hold in [`SAMPLE_EVERY`]. Called before the waiter
+    /// publishes `Waiter`, so that whoever sees the waiter's class sees the mark too.
+    #[inline]
+    fn mark_contended(&self) {
+        if W::MODE != WaitMode::Spin && self.sampled.load(Ordering::Relaxed) == 0 {
+            // Racy with the holder's count: at worst the count restarts, which only moves
+            // which holds are timed.
+            self.sampled.store(1, Ordering::Relaxed);
+        }
     }
 
     /// Whether the lock looks free, or handed over by a fair unlock.
@@ -130,17 +165,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// loom build leaves out).
     #[cfg_attr(loom, allow(dead_code))]
     pub(super) fn lock_until(&self, deadline: std::time::Instant) -> Option<HeldToken> {
+        if self.took_over() || self.try_acquire() {
+            return Some(self.held_fast());
+        }
         let scope = ClassScope::enter::<W>();
+        self.mark_contended();
+        scope.publish(PriorityClass::Waiter);
         let mut free = true;
         loop {
-            if self.took_over() || self.try_acquire() {
-                return Some(self.held(scope));
-            }
             if !free {
                 scope.restore();
                 return None;
             }
-            scope.publish(PriorityClass::Waiter);
             free = crate::timed::park_until(
                 &self.meta.queue,
                 0,
@@ -151,6 +187,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             // `lock_slow`'s woken waiters do, or every later release would wake nobody. When
             // it was somebody else's wake-up in flight, the cost is one spare wake-up later.
             self.state.fetch_and(!WAKING, Ordering::SeqCst);
+            if self.took_over() || self.try_acquire() {
+                return Some(self.held(scope));
+            }
         }
     }
 
@@ -199,22 +238,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     #[cold]
-    fn lock_slow(&self, scope: ClassScope) -> HeldToken {
+    fn lock_slow(&self) -> HeldToken {
         // No quick spin where the kernel last reported more runnable threads than CPUs: there the
         // holder may be waiting for this CPU (informed waiting parks at once, 002).
         let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
         if W::MODE != WaitMode::Block && !crowded {
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
-                return self.held(scope);
+                return self.held_fast();
             }
         }
+        let scope = ClassScope::enter::<W>();
+        self.mark_contended();
         scope.publish(PriorityClass::Waiter);
-        if W::MODE != WaitMode::Spin && self.sampled.load(Ordering::Relaxed) == 0 {
-            // Racy with the holder's count: at worst the count restarts, which only moves
-            // which holds are timed.
-            self.sampled.store(1, Ordering::Relaxed);
-        }
         let mut waited = 0;
         loop {
             let w = WaitFor {
@@ -268,21 +304,19 @@ impl<W: WaitPolicy> Default for RawTtasLock<W> {
 unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline(always)]
     fn lock(&self) -> HeldToken {
-        let scope = ClassScope::enter::<W>();
         if self
             .state
             .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            return self.held(scope);
+            return self.held_fast();
         }
-        self.lock_slow(scope)
+        self.lock_slow()
     }
 
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
-        let scope = ClassScope::enter::<W>();
-        self.try_acquire().then(|| self.held(scope))
+        self.try_acquire().then(|| self.held_fast())
     }
 
     #[inline(always)]

@@ -228,11 +228,18 @@ impl LockMeta {
 
 /// What a lock acquisition remembers until its release (the `lock_api` guard state): the class
 /// to restore, the class cell to restore it in, and when the hold started.
+///
+/// Two words, so that it is returned in registers: the class cell (null when the acquisition
+/// published no class) and a stamp holding when the hold started (nanoseconds, 0 when the hold
+/// is not timed) above [`CLASS_BITS`] bits of the class to restore.
 pub struct HeldToken {
     cell: *const ClassCell,
-    saved: PriorityClass,
-    since_ns: u64,
+    stamp: u64,
 }
+
+/// Low bits of [`HeldToken`]'s stamp that hold the saved class (5 classes fit in 3 bits; the
+/// start time above them overflows after 73 years of process time).
+const CLASS_BITS: u32 = 3;
 
 // SAFETY: a shared reference to a token gives no access to anything (its fields are private and
 // only read by `releasing`/`released`, which take it by value or from its owner). It is
@@ -242,7 +249,8 @@ unsafe impl Sync for HeldToken {}
 impl std::fmt::Debug for HeldToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HeldToken")
-            .field("saved", &self.saved)
+            .field("saved", &self.saved())
+            .field("since_ns", &self.since_ns())
             .finish_non_exhaustive()
     }
 }
@@ -296,11 +304,7 @@ impl ClassScope {
     #[inline(always)]
     pub(crate) fn into_held_untimed(self) -> HeldToken {
         self.publish(PriorityClass::Holder);
-        HeldToken {
-            cell: self.cell,
-            saved: self.saved,
-            since_ns: 0,
-        }
+        HeldToken::new(self.cell, self.saved, 0)
     }
 
     /// [`into_held`](Self::into_held) for a lock that decides itself whether this hold is timed
@@ -318,11 +322,7 @@ impl ClassScope {
             meta.holder_tid
                 .store(crate::os::current_tid(), Ordering::Relaxed);
         }
-        HeldToken {
-            cell: self.cell,
-            saved: self.saved,
-            since_ns,
-        }
+        HeldToken::new(self.cell, self.saved, since_ns)
     }
 
     /// Restores the saved class.
@@ -333,10 +333,41 @@ impl ClassScope {
 }
 
 impl HeldToken {
+    /// The guard state of an acquisition that published no class and times nothing (an
+    /// informing lock that was never contended: no thread reads its holder's class): the
+    /// release restores nothing.
+    #[inline(always)]
+    pub(crate) const fn unpublished() -> HeldToken {
+        HeldToken {
+            cell: ptr::null(),
+            stamp: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn new(cell: *const ClassCell, saved: PriorityClass, since_ns: u64) -> HeldToken {
+        HeldToken {
+            cell,
+            stamp: (since_ns << CLASS_BITS) | saved.as_u8() as u64,
+        }
+    }
+
+    /// When the hold started (0: not timed).
+    #[inline(always)]
+    fn since_ns(&self) -> u64 {
+        self.stamp >> CLASS_BITS
+    }
+
+    /// The class to restore at the release.
+    #[inline(always)]
+    fn saved(&self) -> PriorityClass {
+        PriorityClass::from_u8((self.stamp & ((1 << CLASS_BITS) - 1)) as u8)
+    }
+
     /// Bookkeeping of a release, before the algorithm hands the lock on: records the hold time.
     #[inline(always)]
     pub(crate) fn releasing(&self, meta: &LockMeta) {
-        if self.since_ns != 0 {
+        if self.since_ns() != 0 {
             self.record_hold(meta);
         }
     }
@@ -346,7 +377,7 @@ impl HeldToken {
     #[cold]
     #[inline(never)]
     fn record_hold(&self, meta: &LockMeta) {
-        let held = stats::now_ns().saturating_sub(self.since_ns);
+        let held = stats::now_ns().saturating_sub(self.since_ns());
         meta.history.record(held);
         if stats::enabled() {
             meta.times.add_hold(held);
@@ -358,7 +389,7 @@ impl HeldToken {
     pub(crate) fn released(self) {
         // SAFETY: the cell outlives the thread's operations (hook contract); null when not informing.
         if let Some(c) = unsafe { self.cell.as_ref() } {
-            c.set(self.saved);
+            c.set(self.saved());
         }
     }
 }
