@@ -63,3 +63,14 @@ pub(crate) fn current_class_cell() -> *const ClassCell {
         None => crate::os::os_class_cell(),
     }
 }
+
+/// The calling thread's class cell where a scheduler hook is installed, null on a plain OS
+/// thread (no hook: the kernel schedules it and nobody reads its class). Not inlined, for the
+/// same reason as [`current_hook`].
+#[inline(never)]
+pub(crate) fn scheduler_class_cell() -> *const ClassCell {
+    match INSTALLED.with(|h| h.get()) {
+        Some(h) => h.class_cell(),
+        None => std::ptr::null(),
+    }
+}

@@ -204,21 +204,19 @@ fn a_timed_waiter_woken_by_unlock_lets_the_next_unlock_wake() {
     assert_eq!(*lock.lock(), 2);
 }
 
-/// The default `Mutex` publishes its holder's class only once a waiter went past the quick spin
-/// (issue 15: nobody reads the class of an uncontended lock's holder). Before: the holder's
-/// class stays `Running`. A waiter that parked marks the lock; it publishes `Holder` when it gets
-/// the lock, and so does every later holder, until each release restores the saved class.
+/// The default `Mutex` publishes its holder's class only where a scheduler can read it (issue
+/// 15): on a thread with a scheduler hook, and only once a waiter went past the quick spin.
+/// Before that, the holder's class stays `Running`. A waiter that parked marks the lock; it
+/// publishes `Holder` when it gets the lock, and so does every later holder with a hook, until
+/// each release restores the saved class. A plain OS thread (no hook) publishes nothing.
 #[test]
-fn default_mutex_publishes_holder_once_it_was_contended() {
+fn default_mutex_publishes_holder_once_contended_and_only_for_a_scheduler() {
     let m = footprint_locks::Mutex::new(0u32);
-    let mine = footprint_locks::current_hook().class_cell();
+    let me = FakeHook::leak(Some(1));
+    install_hook(me);
     {
         let _g = m.lock();
-        assert_eq!(
-            mine.get(),
-            PriorityClass::Running,
-            "never contended: nothing published"
-        );
+        assert_eq!(me.cell.get(), PriorityClass::Running, "never contended");
     }
     let waiter = FakeHook::leak(Some(0));
     with_parked_waiter(
@@ -241,11 +239,19 @@ fn default_mutex_publishes_holder_once_it_was_contended() {
     );
     let g = m.lock();
     assert_eq!(
-        mine.get(),
+        me.cell.get(),
         PriorityClass::Holder,
-        "contended once: every holder publishes"
+        "contended once: holders publish"
     );
     assert_eq!(*g, 1);
     drop(g);
-    assert_eq!(mine.get(), PriorityClass::Running);
+    assert_eq!(me.cell.get(), PriorityClass::Running, "restored");
+    uninstall_hook();
+    let os_cell = footprint_locks::current_hook().class_cell();
+    let _g = m.lock();
+    assert_eq!(
+        os_cell.get(),
+        PriorityClass::Running,
+        "a plain OS thread publishes nothing"
+    );
 }

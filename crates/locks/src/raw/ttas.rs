@@ -4,9 +4,10 @@ use super::{impl_raw_mutex, RawLock};
 use crate::hook::PriorityClass;
 use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{AtomicU32, Ordering};
+use crate::wait::sample_this_hold;
 use crate::wait::{
-    quick_spin, wait_until_woken, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode,
-    WaitPolicy, SAMPLE_EVERY,
+    quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed, LockMeta, WaitFor,
+    WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
@@ -41,10 +42,11 @@ const HANDOFF: u32 = 4;
 #[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     state: AtomicU32,
-    /// 0 until a wait went past the quick spin; then the holders' acquisition count (+1), which
-    /// picks the timed holds (one in [`SAMPLE_EVERY`]). Written by holders only, on the word's
-    /// cache line; an uncontended lock reads it and writes nothing.
-    sampled: StdAtomicU32,
+    /// 0 until a wait went past the quick spin, then 1 for good ("informing on"): from then on
+    /// holders publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) (picked by a per-thread
+    /// count, [`sample_this_hold`]). Written once; every acquisition reads it, on the word's
+    /// cache line.
+    contended: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -55,7 +57,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub const fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
-            sampled: StdAtomicU32::new(0),
+            contended: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -66,7 +68,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
-            sampled: StdAtomicU32::new(0),
+            contended: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -86,60 +88,55 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// The guard state of an acquisition that waited for nothing (`lock`'s and `try_lock`'s fast
     /// path), before any class is known.
     ///
-    /// A lock that was never contended (`sampled == 0`), with statistics off, publishes nothing:
-    /// the holder's class is read only by threads that wait, and there are none (the first
-    /// waiter that goes past the quick spin sets `sampled`, and from then on every holder
+    /// A lock that was never contended (`contended == 0`), with statistics off, publishes
+    /// nothing: the holder's class is read only by threads that wait, and there are none (the
+    /// first waiter that goes past the quick spin sets `contended`, and from then on every holder
     /// publishes `Holder`). So this is one load and one flag test, with no thread-local, no
     /// class store and no restore at the release; the informing path is out of line
     /// (`held_informing`).
     #[inline(always)]
     fn held_fast(&self) -> HeldToken {
-        let n = self.sampled.load(Ordering::Relaxed);
-        if n == 0 && !stats::enabled() {
+        if self.contended.load(Ordering::Relaxed) == 0 && !stats::enabled() {
             return HeldToken::unpublished();
         }
-        self.held_informing(n)
+        self.held_informing()
     }
 
     /// [`held_fast`](Self::held_fast) once the lock has been contended (or statistics are on):
     /// saves the class and publishes `Holder`, counts and samples the hold.
     #[inline(never)]
-    fn held_informing(&self, n: u32) -> HeldToken {
-        self.held_counted(ClassScope::enter::<W>(), n)
+    fn held_informing(&self) -> HeldToken {
+        self.held_counted(ClassScope::enter_for_scheduler::<W>())
     }
 
     /// The guard state of an acquisition that waited (its class scope entered, `Waiter`
     /// published under informed waiting): publishes `Holder`, counts and samples the hold.
     #[inline]
     fn held(&self, scope: ClassScope) -> HeldToken {
-        let n = self.sampled.load(Ordering::Relaxed);
-        if n == 0 && !stats::enabled() {
+        if self.contended.load(Ordering::Relaxed) == 0 && !stats::enabled() {
             // Only `AlwaysSpin` waits without marking the lock contended; it publishes nothing.
             return scope.into_held_untimed();
         }
-        self.held_counted(scope, n)
+        self.held_counted(scope)
     }
 
-    /// [`held`](Self::held) once the lock has been contended (or statistics are on).
+    /// [`held`](Self::held) once the lock has been contended (or statistics are on). The
+    /// choice of the timed hold is the holder's thread's count, not a counter in the lock: a
+    /// contended lock's line moves between the cores, and a store to it per acquisition was
+    /// 6 % of a 2-thread loop's samples.
     #[inline(never)]
-    fn held_counted(&self, scope: ClassScope, n: u32) -> HeldToken {
-        let sample = n != 0 && {
-            self.sampled
-                .store(n.wrapping_add(1).max(1), Ordering::Relaxed);
-            n.is_multiple_of(SAMPLE_EVERY)
-        };
-        scope.into_held_sampled(&self.meta, sample)
+    fn held_counted(&self, scope: ClassScope) -> HeldToken {
+        let sample = self.contended.load(Ordering::Relaxed) != 0 && sample_this_hold();
+        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
     }
 
     /// Marks the lock contended (a wait went past the quick spin): from now on its holders
-    /// publish `Holder` and time one hold in [`SAMPLE_EVERY`]. Called before the waiter
+    /// publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY). Called before the waiter
     /// publishes `Waiter`, so that whoever sees the waiter's class sees the mark too.
     #[inline]
     fn mark_contended(&self) {
-        if W::MODE != WaitMode::Spin && self.sampled.load(Ordering::Relaxed) == 0 {
-            // Racy with the holder's count: at worst the count restarts, which only moves
-            // which holds are timed.
-            self.sampled.store(1, Ordering::Relaxed);
+        if W::MODE != WaitMode::Spin && self.contended.load(Ordering::Relaxed) == 0 {
+            self.contended.store(1, Ordering::Relaxed);
         }
     }
 
@@ -168,7 +165,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if self.took_over() || self.try_acquire() {
             return Some(self.held_fast());
         }
-        let scope = ClassScope::enter::<W>();
+        let scope = ClassScope::enter_for_scheduler::<W>();
         self.mark_contended();
         scope.publish(PriorityClass::Waiter);
         let mut free = true;
@@ -248,7 +245,13 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 return self.held_fast();
             }
         }
-        let scope = ClassScope::enter::<W>();
+        if W::MODE == WaitMode::Informed {
+            if let Some(ns) = yield_phase(|| self.try_acquire()) {
+                self.meta.times.holder_add_wait(ns);
+                return self.held_fast();
+            }
+        }
+        let scope = ClassScope::enter_for_scheduler::<W>();
         self.mark_contended();
         scope.publish(PriorityClass::Waiter);
         let mut waited = 0;

@@ -27,32 +27,65 @@ const CHECK_EVERY: u32 = if cfg!(loom) { 1 } else { 4 };
 /// Backoff cap (pause instructions per iteration) = 2^MAX_BACKOFF_SHIFT.
 pub(crate) const MAX_BACKOFF_SHIFT: u32 = 6;
 
-/// Rounds of the quick spin: round `r` waits 2^r pause instructions, so the whole spin is
-/// 2^QUICK_ROUNDS - 1 pauses (31: about 1 µs where a pause takes 33 ns, as on this project's
-/// Xeon; a fraction of that on older cores). Under loom: one round.
-const QUICK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 5 };
+/// Rounds of the quick spin: round `r` (from 1) waits 2^r pause instructions and then tries,
+/// so the whole spin is 2^(QUICK_ROUNDS+1) - 2 pauses (30: about 1 µs where a pause takes 33 ns,
+/// as on this project's Xeon; a fraction of that on older cores). Under loom: one round.
+const QUICK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 4 };
 
 /// The first thing a contended acquisition does: up to [`QUICK_ROUNDS`] rounds of exponential
-/// backoff, calling `try_acquire()` before each. Nothing else: no clock read, no class
+/// backoff, calling `try_acquire()` after each. Nothing else: no clock read, no class
 /// published, no hook call, no shared counter — a critical section of a few hundred
 /// nanoseconds held by a running thread ends within it, and then the waiter paid only for its
 /// pauses (002: the informing bookkeeping is for waits that may need a scheduling decision).
+///
+/// The first try comes after two pauses, not at once: the caller's compare-and-swap has just
+/// failed, and every look at the lock word takes its cache line from the holder (issue 15).
 ///
 /// Returns `Some(pauses)` when `try_acquire()` succeeded (`pauses` pause instructions spent),
 /// `None` when the spin ran out.
 #[inline]
 pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
     let mut pauses = 0;
-    for round in 0..QUICK_ROUNDS {
-        if try_acquire() {
-            return Some(pauses);
-        }
+    for round in 1..=QUICK_ROUNDS {
         for _ in 0..(1u32 << round) {
             spin_hint();
         }
         pauses += 1 << round;
+        if try_acquire() {
+            return Some(pauses);
+        }
     }
-    try_acquire().then_some(pauses)
+    None
+}
+
+/// Yields of the yield phase (under loom: one).
+const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 8 };
+
+/// What an OS thread under informed waiting does when the quick spin ran out, before the
+/// informing rules: up to [`YIELD_ROUNDS`] times, give up the CPU (`sched_yield`), then call
+/// `try_acquire()`. Returns the nanoseconds it took when `try_acquire()` succeeded, `None`
+/// when the phase ran out (or the caller is a green thread, which skips it).
+///
+/// Why (issue 15, after parking_lot's `SpinWait`): two threads that take a lock every few tens
+/// of nanoseconds move its cache line between the cores at every acquisition when the waiter
+/// keeps polling; a yield takes the waiter off the line for a system call's time (≈1 µs where
+/// nothing else wants the CPU), so the holder's thread runs several acquisitions in a row with
+/// the line in its cache, and the waiter pays no park and the releaser no wake-up. Where other
+/// threads want the CPU (an oversubscribed machine), the yield hands it to them, the holder
+/// among them (002: never spin against a descheduled holder). A green thread skips it: its
+/// yield would run another green thread of its worker, which the informing rules decide.
+pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> {
+    if current_hook().is_green() {
+        return None;
+    }
+    let start = stats::now_ns();
+    for _ in 0..YIELD_ROUNDS {
+        crate::sync::os_yield();
+        if try_acquire() {
+            return Some(stats::now_ns().saturating_sub(start));
+        }
+    }
+    None
 }
 
 /// A green thread under [`WaitMode::Spin`] yields its worker once per this many backoff rounds

@@ -2,7 +2,9 @@
 //! ([`queue`]), the hold-time history of Bellosa's two-phase rule, the class bookkeeping of an
 //! acquisition, and the informed spin-or-park decision ([`informed`]).
 
-use crate::hook::{current_class_cell, current_hook, ClassCell, PriorityClass};
+use crate::hook::{
+    current_class_cell, current_hook, scheduler_class_cell, ClassCell, PriorityClass,
+};
 use crate::stats::{self, LockTimes};
 use crate::sync::{spin_hint, Ordering};
 use std::ptr;
@@ -11,7 +13,9 @@ use std::sync::atomic::AtomicU32 as StdAtomicU32;
 mod informed;
 mod queue;
 
-pub(crate) use informed::{quick_spin, wait_until, wait_until_woken, WaitFor, MAX_BACKOFF_SHIFT};
+pub(crate) use informed::{
+    quick_spin, wait_until, wait_until_woken, yield_phase, WaitFor, MAX_BACKOFF_SHIFT,
+};
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
 mod sealed {
@@ -70,6 +74,34 @@ impl WaitPolicy for ImmediateBlock {
 /// A holder times one acquisition in this many once the lock has been contended.
 pub(crate) const SAMPLE_EVERY: u32 = 32;
 
+/// The TTAS lock times one hold in this many of a thread's holds of contended locks
+/// ([`sample_this_hold`]): its holds are the shortest (a few ns to a few hundred), so two clock
+/// reads (55-75 ns each on this project's VM) in 32 holds were 6 % of a 2-thread loop's samples.
+pub(crate) const HOLD_SAMPLE_EVERY: u32 = 256;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Holds of contended TTAS locks begun on this OS thread (see [`sample_this_hold`]).
+    static HOLDS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the hold beginning now should be timed: one in [`HOLD_SAMPLE_EVERY`] of the calling OS
+/// thread's holds of contended locks. A per-thread count keeps the choice off the lock's cache
+/// line. Under loom never (a count shared by the model's runs would make them differ).
+#[inline]
+pub(crate) fn sample_this_hold() -> bool {
+    #[cfg(loom)]
+    {
+        false
+    }
+    #[cfg(not(loom))]
+    HOLDS.with(|c| {
+        let n = c.get().wrapping_add(1);
+        c.set(n);
+        n.is_multiple_of(HOLD_SAMPLE_EVERY)
+    })
+}
+
 /// The last 8 hold times of one lock (nanoseconds, saturated to u32), for the two-phase rule.
 #[derive(Default)]
 pub(crate) struct HoldHistory {
@@ -109,7 +141,7 @@ impl HoldHistory {
         }
     }
 
-    /// Whether the holder should time this acquisition: every 4th once sampling.
+    /// Whether the holder should time this acquisition: one in [`SAMPLE_EVERY`] once sampling.
     #[inline]
     pub(crate) fn sample_this(&self) -> bool {
         if !self.sampling() {
@@ -262,6 +294,21 @@ pub(crate) struct ClassScope {
 }
 
 impl ClassScope {
+    /// [`enter`](Self::enter) where a scheduler can read the class: a thread with a scheduler hook
+    /// installed (a green thread, or a test's hook). On a plain OS thread the kernel schedules
+    /// and no other thread reads its class, so the scope publishes nothing there.
+    #[inline]
+    pub(crate) fn enter_for_scheduler<W: WaitPolicy>() -> ClassScope {
+        let cell = if W::MODE == WaitMode::Informed {
+            scheduler_class_cell()
+        } else {
+            ptr::null()
+        };
+        // SAFETY: the hook contract keeps the cell valid while this thread lives.
+        let saved = unsafe { cell.as_ref() }.map_or(PriorityClass::Running, ClassCell::get);
+        ClassScope { cell, saved }
+    }
+
     /// Saves the current class (informing mode only; a no-op scope otherwise).
     #[inline]
     pub(crate) fn enter<W: WaitPolicy>() -> ClassScope {
@@ -296,7 +343,8 @@ impl ClassScope {
     #[inline]
     pub(crate) fn into_held(self, meta: &LockMeta) -> HeldToken {
         let sample = meta.history.sample_this();
-        self.into_held_sampled(meta, sample)
+        let informing = !self.cell.is_null();
+        self.into_held_sampled(meta, sample, informing)
     }
 
     /// The guard state of an acquisition that is neither timed nor counted (the uncontended
@@ -309,15 +357,22 @@ impl ClassScope {
 
     /// [`into_held`](Self::into_held) for a lock that decides itself whether this hold is timed
     /// for the hold-time history (`sample`), e.g. from a counter in its lock word.
+    /// `informing`: the lock waits informed, so its waiters look at the holder's thread (its id
+    /// is stored on a timed hold).
     #[inline]
-    pub(crate) fn into_held_sampled(self, meta: &LockMeta, sample: bool) -> HeldToken {
+    pub(crate) fn into_held_sampled(
+        self,
+        meta: &LockMeta,
+        sample: bool,
+        informing: bool,
+    ) -> HeldToken {
         self.publish(PriorityClass::Holder);
         let since_ns = if sample || stats::enabled() {
             stats::now_ns()
         } else {
             0
         };
-        if since_ns != 0 && !self.cell.is_null() {
+        if since_ns != 0 && informing {
             // Only once the lock has been contended: waiters look at the holder then.
             meta.holder_tid
                 .store(crate::os::current_tid(), Ordering::Relaxed);
