@@ -14,7 +14,10 @@
 //! Every informing waiter and holder publishes its [`PriorityClass`] through the
 //! [`SchedulerHook`] of its thread: `Holder > ImmediateWaiter > Running > Waiter >
 //! BarrierWaiter`, saved before each operation and restored after it (nesting works when locks
-//! are released in reverse order of acquisition).
+//! are released in reverse order of acquisition). The default TTAS mutex publishes only where
+//! the class can be read: on a thread with a scheduler hook (a green thread), and only once the
+//! lock has been contended (a waiter went past its quick spin); its uncontended lock and unlock
+//! touch no class at all.
 //!
 //! # How waiting decides
 //! Each primitive takes a [`WaitPolicy`] type parameter: [`Informed`] (default), [`AlwaysSpin`]
