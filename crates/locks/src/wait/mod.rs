@@ -263,7 +263,7 @@ impl LockMeta {
 ///
 /// Two words, so that it is returned in registers: the class cell (null when the acquisition
 /// published no class) and a stamp holding when the hold started (nanoseconds, 0 when the hold
-/// is not timed) above [`CLASS_BITS`] bits of the class to restore.
+/// is not timed) above 3 bits of the class to restore.
 pub struct HeldToken {
     cell: *const ClassCell,
     stamp: u64,
