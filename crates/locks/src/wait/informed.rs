@@ -62,7 +62,8 @@ pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
 const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 8 };
 
 /// What an OS thread under informed waiting does when the quick spin ran out, before the
-/// informing rules: up to [`YIELD_ROUNDS`] times, give up the CPU (`sched_yield`), then call
+/// informing rules, where the kernel does not report the machine oversubscribed (there the
+/// caller parks at once, 002): up to [`YIELD_ROUNDS`] times, give up the CPU (`sched_yield`), then call
 /// `try_acquire()`. Returns the nanoseconds it took when `try_acquire()` succeeded, `None`
 /// when the phase ran out (or the caller is a green thread, which skips it).
 ///
@@ -70,10 +71,9 @@ const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 8 };
 /// of nanoseconds move its cache line between the cores at every acquisition when the waiter
 /// keeps polling; a yield takes the waiter off the line for a system call's time (≈1 µs where
 /// nothing else wants the CPU), so the holder's thread runs several acquisitions in a row with
-/// the line in its cache, and the waiter pays no park and the releaser no wake-up. Where other
-/// threads want the CPU (an oversubscribed machine), the yield hands it to them, the holder
-/// among them (002: never spin against a descheduled holder). A green thread skips it: its
-/// yield would run another green thread of its worker, which the informing rules decide.
+/// the line in its cache, and the waiter pays no park and the releaser no wake-up. A green
+/// thread skips it: its yield would run another green thread of its worker, which the
+/// informing rules decide.
 pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> {
     if current_hook().is_green() {
         return None;
