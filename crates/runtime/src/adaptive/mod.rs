@@ -9,6 +9,7 @@
 //! - `limit.rs`: the mechanism: workers above the active count hand their queued threads to
 //!   the injector and rest on their futex (no CPU) until the count rises again;
 //! - `thread.rs`: the controller thread (sampling `/proc`, lock time and progress, applying);
+//!   `trace.rs`: its decisions as `tracing` events (feature `tracing`);
 //! - `state.rs`: the state in the runtime's `Shared` (progress counters, the controller's log)
 //!   and the range check; `stats.rs`: its public view.
 //!
@@ -25,6 +26,7 @@ pub(crate) mod state;
 pub(crate) mod stats;
 pub(crate) mod thread;
 mod thresholds;
+mod trace;
 mod watch;
 
 pub use controller::Reason as AdaptiveReason;

@@ -7,6 +7,7 @@ use super::controller::{Controller, Decision, Limits, Sample, Thresholds};
 use super::sharing::SharingSignals;
 use super::state::{AdaptiveState, INTERVAL};
 use super::stats::{AdaptiveDecision, AdaptiveSample};
+use super::trace;
 use crate::registry::Shared;
 use footprint_pmu::{IntervalProfile, ProfileSampler, SamplerConfig, ThreadSelection};
 use std::sync::atomic::Ordering;
@@ -149,6 +150,7 @@ fn sample(
 /// Writes the controller's state (and a decision, a sample) into the log `Runtime::stats` reads.
 fn record(a: &AdaptiveState, ctl: &Controller, d: Option<Decision>, s: Option<AdaptiveSample>) {
     let mut log = a.log.lock().unwrap_or_else(|e| e.into_inner());
+    let from = log.active; // 0 before the first decision
     log.active = ctl.active();
     log.wanted = ctl.wanted();
     log.settled = ctl.settled();
@@ -162,6 +164,10 @@ fn record(a: &AdaptiveState, ctl: &Controller, d: Option<Decision>, s: Option<Ad
     }
     if let Some(s) = s {
         log.sampled(s);
+    }
+    drop(log); // a subscriber may read the runtime's stats
+    if let Some(d) = d {
+        trace::decision(from, &d, s.as_ref());
     }
 }
 
