@@ -21,6 +21,11 @@ pub const SHARED_WORDS: usize = 4096;
 pub const LEAVES: usize = 64;
 pub const LEAF_UNITS: u64 = 20_000;
 
+/// The CPUs the process may use (at least 1).
+pub fn cpus() -> usize {
+    footprint::affinity::allowed_cpus().map_or(1, |c| c.len().max(1))
+}
+
 /// The configurations compared side by side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Config {
@@ -29,12 +34,15 @@ pub enum Config {
 }
 
 impl Config {
-    /// Fixed 1 worker, fixed 2 workers, adaptive 1..=2 (this machine's choice), capped at the
-    /// CPUs the process may use.
+    /// Fixed 1, half the CPUs and all of them (the duplicates dropped: 1 and 2 on a 2-CPU
+    /// machine, 1, 8 and 16 on 16), then adaptive over all of them, `1..=cpus`, where `cpus`
+    /// is the CPUs the process may use.
     pub fn all() -> Vec<Config> {
-        let cpus = footprint::affinity::allowed_cpus().map_or(1, |c| c.len().max(1));
-        let max = cpus.min(2);
-        let mut v: Vec<Config> = (1..=max).map(Config::Fixed).collect();
+        let max = cpus();
+        let mut fixed = vec![1, max / 2, max];
+        fixed.retain(|&n| n >= 1);
+        fixed.dedup();
+        let mut v: Vec<Config> = fixed.into_iter().map(Config::Fixed).collect();
         v.push(Config::Adaptive(1, max));
         v
     }
