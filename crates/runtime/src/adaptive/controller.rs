@@ -35,7 +35,9 @@
 //! # Sharing the machine
 //!
 //! Idle intervals (less than [`Thresholds::idle_cpu`] CPUs busy: the program waits for its
-//! caller or for I/O) are skipped: they are neither a measurement nor a phase change.
+//! caller or for I/O; or, where the program reports progress, none reported in the interval:
+//! the CPU time went to something else, e.g. its caller's own work) are skipped: they are
+//! neither a measurement nor a phase change.
 //!
 //! Every interval the sharing rule (`sharing.rs`) may cap the count below what the search
 //! wants; while capped, the search is paused (its measurements would be the other programs'),
@@ -164,7 +166,7 @@ impl Controller {
         if let Some(d) = self.sharing(s) {
             return Some(d);
         }
-        if s.cpu < self.th.idle_cpu {
+        if s.cpu < self.th.idle_cpu || s.throughput == Some(0.0) {
             return None; // idle: neither a measurement nor a phase change
         }
         if self.cap.is_some_and(|c| c < self.wanted()) {

@@ -176,3 +176,19 @@ fn a_cap_still_applies_where_fewer_did_not_measure_slower() {
     assert_eq!(c.observe(&busy), None);
     assert_eq!(c.observe(&busy), decided(1, Reason::Shared));
 }
+
+#[test]
+fn busy_intervals_without_progress_are_idle_where_progress_is_reported() {
+    // The caller's own work (a bench harness's analysis, say) keeps a CPU busy while the
+    // runtime's green threads report nothing: no phase change, no measurement.
+    let mut c = settled_with_progress(2000.0);
+    for _ in 0..20 {
+        let s = Sample {
+            active: 2,
+            throughput: Some(0.0),
+            ..quiet(1.0)
+        };
+        assert_eq!(c.observe(&s), None);
+    }
+    assert!(c.settled() && c.active() == 2);
+}

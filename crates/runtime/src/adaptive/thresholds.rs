@@ -67,6 +67,8 @@ pub struct Thresholds {
     pub sharing_confirm: u32,
     /// An interval with less CPU use than this (CPUs' worth) is idle: the program waits for
     /// something else (I/O, its caller), so it says nothing about worker counts and is skipped.
+    /// So is an interval without progress from a program that reports progress (the CPU time
+    /// went to work it does not count, e.g. its caller's: there is nothing to judge counts by).
     pub idle_cpu: f64,
 }
 
