@@ -49,6 +49,7 @@ fn side_by_side(
             b.iter_custom(|iters| run(&rt, iters))
         });
         eprintln!("  after: {}", adaptive::describe(&rt));
+        adaptive::log_decisions(&rt);
     }
 }
 
@@ -77,6 +78,7 @@ fn workloads(c: &mut Criterion) {
             b.iter_custom(|iters| adaptive::phases(&rt, iters, 3000, 120))
         });
         eprintln!("phases {}: {}", config.name(), adaptive::describe(&rt));
+        adaptive::log_decisions(&rt);
     }
     g.finish();
 }
@@ -99,6 +101,7 @@ fn multiprogramming(c: &mut Criterion) {
                 config.name(),
                 adaptive::describe(&rt)
             );
+            adaptive::log_decisions(&rt);
         }
     }
     g.finish();

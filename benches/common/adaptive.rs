@@ -202,3 +202,34 @@ pub fn describe(rt: &Runtime) -> String {
         100.0 * a.controller_share()
     )
 }
+
+/// Prints the adaptive runtime's kept decisions, one a line with its time (for the bench's
+/// log), and with `FOOTPRINT_ADAPTIVE_SAMPLES=1` in the environment every sampled interval it
+/// decided on. Nothing for fixed runtimes.
+pub fn log_decisions(rt: &Runtime) {
+    let Some(a) = rt.stats().adaptive else {
+        return;
+    };
+    if std::env::var_os("FOOTPRINT_ADAPTIVE_SAMPLES").is_some_and(|v| v == "1") {
+        for s in rt.adaptive_samples() {
+            eprintln!(
+                "    {:7.2} s  active {}  cpu {:.2}  lock {:?}  throughput {:?}/s  others {:?}  involuntary {:.0}/s",
+                s.at.as_secs_f64(),
+                s.active,
+                s.cpu,
+                s.lock_time.map(|v| (v * 100.0).round() / 100.0),
+                s.throughput.map(f64::round),
+                s.others.map(|v| (v * 10.0).round() / 10.0),
+                s.involuntary_per_s
+            );
+        }
+    }
+    for d in &a.decisions {
+        eprintln!(
+            "    {:7.2} s  -> {} active: {}",
+            d.at.as_secs_f64(),
+            d.active,
+            d.reason
+        );
+    }
+}
