@@ -192,3 +192,19 @@ fn busy_intervals_without_progress_are_idle_where_progress_is_reported() {
     }
     assert!(c.settled() && c.active() == 2);
 }
+
+#[test]
+fn at_min_a_re_search_climbs_at_once() {
+    // Settled at 1 of 1..=2 on a lock-bound program (2 workers do no more)...
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(&mut c, &doing(|_| 1000.0), 100);
+    assert_eq!(ds.last().copied(), decided(1, Reason::NoMoreParallelism));
+    // ...which turns scalable, with more work per second at the same count.
+    let now = doing(|t| 1600.0 * t as f64);
+    let mut ds = feed(&mut c, &now, Thresholds::default().phase_confirm as usize);
+    ds.extend(run_until_settled(&mut c, &now, 100));
+    assert_eq!(
+        counts(&ds),
+        vec![(2, Reason::PhaseChange), (2, Reason::ReachedMax)]
+    );
+}
