@@ -30,7 +30,9 @@
 //! kept (and fewer still tried) while the count above does no better by Terminate's rules;
 //! when the fewer do worse, the search goes back up and climbs by Algorithm 1 from the settled
 //! count (at `min`, it climbs at once). A re-search thus costs one try at a neighbouring count
-//! where the old choice still holds.
+//! where the old choice still holds; and one that ends where it started doubles the shifted
+//! intervals the next phase change needs (up to [`Thresholds::phase_backoff`] times), so a
+//! noisy machine's false alarms grow rarer.
 //!
 //! # Sharing the machine
 //!
@@ -110,6 +112,10 @@ pub struct Controller {
     /// The highest count this search measured doing less work than a higher one while the
     /// machine looked oversubscribed: no sharing cap goes down to it.
     slower_when_shared: Option<usize>,
+    /// Shifted intervals in a row that make a phase change now (see `settle`).
+    confirm: u32,
+    /// The settled count a running re-search started from.
+    research_from: Option<usize>,
 }
 
 impl Controller {
@@ -131,6 +137,8 @@ impl Controller {
             cap_check: None,
             cap_refuted: false,
             slower_when_shared: None,
+            confirm: th.phase_confirm,
+            research_from: None,
         }
     }
 
@@ -197,7 +205,7 @@ impl Controller {
                     return None;
                 }
                 let watch = self.watch.as_mut()?;
-                let now = watch.observe(&self.th, s)?;
+                let now = watch.observe(&self.th, s, self.confirm)?;
                 self.phase_changed(now)
             }
         }
@@ -209,6 +217,7 @@ impl Controller {
         self.cap_refuted = false;
         self.slower_when_shared = None;
         self.watch = None;
+        self.research_from = Some(now.active);
         let l = self.limits;
         let (t, mode) = if now.active > l.min {
             let t = now.active.saturating_sub(l.step).max(l.min);
@@ -237,7 +246,19 @@ impl Controller {
         }
     }
 
+    /// Ends a search at `best`. A re-search that ended where it started was a false alarm
+    /// (or a change that needs no other count): the next phase change needs twice as many
+    /// shifted intervals, up to [`Thresholds::phase_backoff`] times `phase_confirm`; one that
+    /// moved the count resets that.
     fn settle(&mut self, best: Sample, reason: Reason) -> Option<Decision> {
+        if let Some(from) = self.research_from.take() {
+            let most = self.th.phase_confirm * self.th.phase_backoff.max(1);
+            self.confirm = if best.active == from {
+                (self.confirm * 2).min(most)
+            } else {
+                self.th.phase_confirm
+            };
+        }
         self.phase = Phase::Settled {
             best,
             skip: self.th.settle,

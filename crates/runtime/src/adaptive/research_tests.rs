@@ -208,3 +208,47 @@ fn at_min_a_re_search_climbs_at_once() {
         vec![(2, Reason::PhaseChange), (2, Reason::ReachedMax)]
     );
 }
+
+/// Feeds `n` intervals at 2 workers doing `thr` units/s; returns the decisions.
+fn at_2(c: &mut Controller, thr: impl Fn(usize) -> f64, n: usize) -> Vec<Decision> {
+    (0..n)
+        .filter_map(|i| {
+            c.observe(&Sample {
+                active: c.active(),
+                throughput: Some(thr(i)),
+                ..quiet(c.active() as f64)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn shifts_that_swap_sides_are_noise_not_a_phase_change() {
+    // Right after settling (no spread known yet): ±40 % in turn, every interval past the floor.
+    let mut c = settled_with_progress(2000.0);
+    let swinging = |i: usize| if i.is_multiple_of(2) { 1200.0 } else { 2800.0 };
+    assert_eq!(at_2(&mut c, swinging, 40), vec![]);
+    assert!(c.settled() && c.active() == 2);
+}
+
+#[test]
+fn a_re_search_that_changed_nothing_makes_the_next_phase_change_wait_longer() {
+    let confirm = Thresholds::default().phase_confirm as usize;
+    let mut c = settled_with_progress(2000.0);
+    // A false alarm: a dip (the machine got busy for a while); 1 worker still does less.
+    let dip = |t: usize| 500.0 * t as f64;
+    let mut ds = feed(&mut c, &doing(dip), confirm);
+    ds.extend(run_until_settled(&mut c, &doing(dip), 100));
+    assert_eq!(
+        counts(&ds),
+        vec![(1, Reason::PhaseChange), (2, Reason::FewerWereSlower)]
+    );
+    // Steady at that level (the re-search's profile seeds the watch) while the baseline forms...
+    assert_eq!(at_2(&mut c, |_| 1000.0, 10), vec![]);
+    // ...the same dip now needs twice the intervals.
+    assert_eq!(at_2(&mut c, |_| 400.0, 2 * confirm - 1), vec![]);
+    assert_eq!(
+        counts(&at_2(&mut c, |_| 400.0, 1)),
+        vec![(1, Reason::PhaseChange)]
+    );
+}

@@ -15,7 +15,8 @@
 /// at least [`phase_cpu_shift`](Self::phase_cpu_shift) CPUs for the latter;
 /// [`phase_lock_shift`](Self::phase_lock_shift) for lock time) and
 /// [`phase_spread_k`](Self::phase_spread_k) deviations; [`phase_confirm`](Self::phase_confirm)
-/// shifted intervals in a row are a phase change. Shifted intervals followed by an unshifted one
+/// shifted intervals in a row, all to the same side, are a phase change (after re-searches that
+/// changed nothing, up to [`phase_backoff`](Self::phase_backoff) times as many). Shifted intervals followed by an unshifted one
 /// were noise and join the running figures. Where the program reports progress, throughput
 /// alone is watched: a change of the background load (runnable threads, involuntary switches,
 /// the CPU share the kernel gives us) that leaves the work done per second as it was is not a
@@ -52,8 +53,12 @@ pub struct Thresholds {
     pub phase_cpu_shift: f64,
     /// ...and a shift must also exceed this many running deviations...
     pub phase_spread_k: f64,
-    /// ...for this many intervals in a row.
+    /// ...for this many intervals in a row, all to the same side of the mean.
     pub phase_confirm: u32,
+    /// A re-search that ends at the count it started from doubles the intervals the next phase
+    /// change needs, up to this factor of `phase_confirm` (a re-search that moves the count
+    /// resets it).
+    pub phase_backoff: u32,
     /// Phase watch: the running mean and deviation weigh about this many recent intervals.
     pub phase_window: u32,
     /// Phase watch: intervals in the running figures before their deviation is trusted (until
@@ -90,6 +95,7 @@ impl Default for Thresholds {
             phase_cpu_shift: 0.5,
             phase_spread_k: 3.0,
             phase_confirm: 5,
+            phase_backoff: 4,
             phase_window: 16,
             phase_baseline: 4,
             settle: 1,

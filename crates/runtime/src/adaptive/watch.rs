@@ -69,11 +69,18 @@ impl Watch {
     }
 
     /// Feeds one settled interval; returns the new phase's profile (the mean of the shifted
-    /// intervals) when they make a phase change.
-    pub(crate) fn observe(&mut self, th: &Thresholds, s: &Sample) -> Option<Sample> {
-        if self.shifted(th, s) {
+    /// intervals) when `confirm` shifted intervals in a row, all to the same side, make a phase
+    /// change.
+    pub(crate) fn observe(&mut self, th: &Thresholds, s: &Sample, confirm: u32) -> Option<Sample> {
+        let side = self.shifted(th, s);
+        let same_side = side.is_some()
+            && self
+                .drift
+                .first()
+                .is_none_or(|d| self.shifted(th, d) == side);
+        if same_side {
             self.drift.push(*s);
-            if self.drift.len() < th.phase_confirm.max(1) as usize {
+            if self.drift.len() < confirm.max(1) as usize {
                 return None;
             }
             let mut acc = Acc::default();
@@ -83,11 +90,16 @@ impl Watch {
             self.drift.clear();
             return Some(acc.profile(s.active));
         }
-        // A run of shifted intervals that ended was noise: it belongs to the spread.
+        // A run of shifted intervals that ended (or turned to the other side) was noise: it
+        // belongs to the spread.
         for d in std::mem::take(&mut self.drift) {
             self.add(th, &d);
         }
-        self.add(th, s);
+        if side.is_some() {
+            self.drift.push(*s); // a new run, on the other side
+        } else {
+            self.add(th, s);
+        }
         None
     }
 
@@ -102,17 +114,26 @@ impl Watch {
         self.cpu.add(s.cpu, w);
     }
 
-    /// Whether `s` counts towards a phase change.
-    fn shifted(&self, th: &Thresholds, s: &Sample) -> bool {
+    /// Whether `s` counts towards a phase change, and to which side: the signs of the shifts
+    /// (throughput's alone where it is watched; else lock time's and CPU use's, 0 where that
+    /// figure did not shift).
+    fn shifted(&self, th: &Thresholds, s: &Sample) -> Option<(i8, i8)> {
+        let side = |away: bool, x: f64, mean: f64| match (away, x > mean) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => -1,
+        };
         if let (Some(t), Some(x)) = (&self.thr, s.throughput) {
             // Progress reported: the work done decides, not the background's footprint on us.
-            return t.away(th, x, th.phase_rel_shift * t.mean.abs());
+            let away = t.away(th, x, th.phase_rel_shift * t.mean.abs());
+            return away.then(|| (side(true, x, t.mean), 0));
         }
         let lock = match (&self.lock, s.lock_time) {
-            (Some(l), Some(x)) => l.away(th, x, th.phase_lock_shift),
-            _ => false,
+            (Some(l), Some(x)) => side(l.away(th, x, th.phase_lock_shift), x, l.mean),
+            _ => 0,
         };
         let cpu_floor = (th.phase_rel_shift * self.cpu.mean.abs()).max(th.phase_cpu_shift);
-        lock || self.cpu.away(th, s.cpu, cpu_floor)
+        let cpu = side(self.cpu.away(th, s.cpu, cpu_floor), s.cpu, self.cpu.mean);
+        (lock != 0 || cpu != 0).then_some((lock, cpu))
     }
 }
