@@ -203,8 +203,8 @@ pub fn describe(rt: &Runtime) -> String {
     )
 }
 
-/// Prints the adaptive runtime's kept decisions, one a line with its time (for the bench's
-/// log), and with `FOOTPRINT_ADAPTIVE_SAMPLES=1` in the environment every sampled interval it
+/// Prints the adaptive runtime's stats (their `Display`: a summary, then the kept decisions one
+/// a line with its time; for the bench's log), and before them, with `FOOTPRINT_ADAPTIVE_SAMPLES=1` in the environment every sampled interval it
 /// decided on. Nothing for fixed runtimes.
 pub fn log_decisions(rt: &Runtime) {
     let Some(a) = rt.stats().adaptive else {
@@ -224,12 +224,5 @@ pub fn log_decisions(rt: &Runtime) {
             );
         }
     }
-    for d in &a.decisions {
-        eprintln!(
-            "    {:7.2} s  -> {} active: {}",
-            d.at.as_secs_f64(),
-            d.active,
-            d.reason
-        );
-    }
+    eprint!("{a}"); // its summary, then each kept decision with its time
 }
