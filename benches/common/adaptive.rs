@@ -204,8 +204,9 @@ pub fn describe(rt: &Runtime) -> String {
 }
 
 /// Prints the adaptive runtime's stats (their `Display`: a summary, then the kept decisions one
-/// a line with its time; for the bench's log), and before them, with `FOOTPRINT_ADAPTIVE_SAMPLES=1` in the environment every sampled interval it
-/// decided on. Nothing for fixed runtimes.
+/// a line with its time; for the bench's log), and before them, with
+/// `FOOTPRINT_ADAPTIVE_SAMPLES=1` in the environment, every sampled interval it decided on.
+/// Nothing for fixed runtimes.
 pub fn log_decisions(rt: &Runtime) {
     let Some(a) = rt.stats().adaptive else {
         return;

@@ -73,6 +73,9 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
             return;
         };
         let a = shared.adaptive.as_ref().expect("an adaptive runtime");
+        // The progress of this interval only, whether or not it yields a sample.
+        let progress = a.progress_total();
+        let progressed = progress - std::mem::replace(&mut last_progress, progress);
         let profile = match sampler.sample_now() {
             Ok(Some(p)) => p,
             Ok(None) => continue, // the baseline
@@ -84,17 +87,8 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
                 continue;
             }
         };
-        let progress = a.progress_total();
         let runnable = (load.1 > 0).then(|| load.0 / f64::from(load.1));
-        let s = sample(
-            &shared,
-            a,
-            &profile,
-            progress - last_progress,
-            progress > 0,
-            runnable,
-        );
-        last_progress = progress;
+        let s = sample(&shared, a, &profile, progressed, progress > 0, runnable);
         let d = ctl.observe(&s);
         if let Some(d) = d {
             shared.set_active(d.active);
