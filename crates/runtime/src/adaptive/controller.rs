@@ -20,6 +20,12 @@
 //!   switches (migrations above the core count) grow slowly, or contention is high but not
 //!   rising; `ΔT = T_step / 2` (at least 1) otherwise.
 //!
+//! Where the program reports progress and a try's throughput gain lands within
+//! [`Thresholds::recheck_band`] of [`Thresholds::throughput_gain`] (too close to call on one
+//! measurement each), the best count is measured again before the judgement, which then uses
+//! the mean of its two measurements: best–tried–best, so a load that drifts during the search
+//! cancels out (reason `Recheck`).
+//!
 //! Unlike 003 (which reran the program for each try), this runs online and keeps watching after
 //! the search (`watch.rs`; the rule and its numbers are in [`Thresholds`]' docs): when the
 //! settled intervals move away from their own running mean by more than a floor and
@@ -53,7 +59,7 @@
 //!   just before (by more than [`Thresholds::throughput_gain`]), the cap is lifted and no new one
 //!   is set until the machine is seen free (or the phase changes).
 
-use super::rules::{full_step, terminate};
+use super::rules::{close_call, full_step, terminate};
 use super::sharing::sharing_cap;
 use super::watch::Watch;
 
@@ -69,6 +75,9 @@ enum Mode {
     Climb { best: Option<Sample> },
     /// A re-search: `t` is `T_step` fewer than `upper`, the profile of the best so far.
     Fewer { upper: Sample },
+    /// A close call between `best` and `tried` (more workers): `t` is `best.active`, measured
+    /// again so that the comparison is best–tried–best (a drifting load cancels out).
+    Recheck { best: Sample, tried: Sample },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -294,14 +303,21 @@ impl Controller {
                 self.try_next(tried, tried, t)
             }
             Mode::Climb { best: Some(best) } => {
-                if let Some(reason) = terminate(&self.th, &l, &best, &tried) {
-                    return self.settle(best, reason);
+                if close_call(&self.th, &best, &tried) {
+                    self.phase = self.measuring(best.active, Mode::Recheck { best, tried });
+                    return Some(Decision {
+                        active: self.active(),
+                        reason: Reason::Recheck,
+                    });
                 }
-                self.note_slower(&best, acc.mostly_shared());
-                if t >= l.max {
-                    return self.settle(tried, Reason::ReachedMax);
-                }
-                self.try_next(best, tried, t)
+                self.climbed(best, tried, acc.mostly_shared())
+            }
+            Mode::Recheck { best, tried } => {
+                // The best's two measurements, averaged (each weighs as one interval).
+                let mut both = Acc::default();
+                both.add(&best, false);
+                both.add(&acc.profile(t), false);
+                self.climbed(both.profile(t), tried, acc.mostly_shared())
             }
             Mode::Fewer { upper } => {
                 if let Some(reason) = terminate(&self.th, &l, &tried, &upper) {
@@ -324,6 +340,19 @@ impl Controller {
                 self.try_next(upper, upper, upper.active)
             }
         }
+    }
+
+    /// Algorithm 1's judgement of `tried` (more workers) against `best`: settle at `best`, or
+    /// accept `tried` and stop at `max` or go on.
+    fn climbed(&mut self, best: Sample, tried: Sample, shared: bool) -> Option<Decision> {
+        if let Some(reason) = terminate(&self.th, &self.limits, &best, &tried) {
+            return self.settle(best, reason);
+        }
+        self.note_slower(&best, shared);
+        if tried.active >= self.limits.max {
+            return self.settle(tried, Reason::ReachedMax);
+        }
+        self.try_next(best, tried, tried.active)
     }
 
     /// Accepts `tried` as the best and moves on by `T_step` or `T_step / 2`.

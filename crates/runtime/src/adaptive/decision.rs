@@ -12,6 +12,9 @@ pub enum Reason {
     },
     /// A re-search tries `T_step` fewer workers than the best so far.
     TryFewer,
+    /// The last try's throughput gain was too close to call: back to the best count, to
+    /// measure it again before judging.
+    Recheck,
     /// The last try found no more parallelism (CPU utilisation or throughput did not grow):
     /// back to the best (or, after a try with fewer workers, keep the fewer).
     NoMoreParallelism,
@@ -42,6 +45,7 @@ impl std::fmt::Display for Reason {
             Reason::Try { half: false } => "try T_step more",
             Reason::Try { half: true } => "try T_step/2 more",
             Reason::TryFewer => "try T_step fewer",
+            Reason::Recheck => "close call: measure the best again",
             Reason::NoMoreParallelism => "no more parallelism: keep best",
             Reason::LockContention => "lock contention: keep best",
             Reason::ReachedMax => "reached max: keep it",

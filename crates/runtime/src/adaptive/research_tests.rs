@@ -49,6 +49,7 @@ fn a_phase_change_searches_around_the_settled_count_not_from_min() {
             (3, Reason::PhaseChange),         // one T_step fewer than 5, not min
             (7, Reason::Try { half: false }), // 3 did less than 5: climb from 5
             (8, Reason::Try { half: false }),
+            (7, Reason::Recheck), // 8 did exactly as much as 7: too close to call at once
             (7, Reason::NoMoreParallelism),
         ]
     );
@@ -250,5 +251,59 @@ fn a_re_search_that_changed_nothing_makes_the_next_phase_change_wait_longer() {
     assert_eq!(
         counts(&at_2(&mut c, |_| 400.0, 1)),
         vec![(1, Reason::PhaseChange)]
+    );
+}
+
+#[test]
+fn a_close_gain_is_measured_best_tried_best_before_it_is_judged() {
+    // 4 % more with 2 workers: within the recheck band of the 2 % threshold. Measured again
+    // at 1, still 4 %: 2 is kept.
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(
+        &mut c,
+        &doing(|t| if t == 1 { 1000.0 } else { 1040.0 }),
+        100,
+    );
+    assert_eq!(
+        counts(&ds),
+        vec![
+            (2, Reason::Try { half: false }),
+            (1, Reason::Recheck),
+            (2, Reason::ReachedMax)
+        ]
+    );
+    // A clear gain or loss is judged at once.
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(
+        &mut c,
+        &doing(|t| if t == 1 { 1000.0 } else { 1200.0 }),
+        100,
+    );
+    assert_eq!(counts(&ds).last(), Some(&(2, Reason::ReachedMax)));
+    assert_eq!(ds.len(), 2, "{ds:?}");
+}
+
+#[test]
+fn a_load_drifting_during_the_search_cancels_out() {
+    // 1 and 2 workers do the same, but the work per second rises 1.5 % an interval (other
+    // programs leaving, say): measured once each, 2 looks 4.4 % faster (above the threshold).
+    let interval = std::cell::Cell::new(0u32);
+    let drifting = |_t: usize| {
+        let i = interval.get();
+        interval.set(i + 1);
+        Sample {
+            throughput: Some(1000.0 * (1.0 + 0.015 * f64::from(i))),
+            ..quiet(1.5)
+        }
+    };
+    let mut c = controller(1, 2, 2);
+    let ds = run_until_settled(&mut c, &drifting, 100);
+    assert_eq!(
+        counts(&ds),
+        vec![
+            (2, Reason::Try { half: false }),
+            (1, Reason::Recheck),
+            (1, Reason::NoMoreParallelism)
+        ]
     );
 }

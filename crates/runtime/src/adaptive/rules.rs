@@ -1,5 +1,6 @@
 //! Algorithm 1's two judgements (003 ch. 2) on two measured profiles: `terminate` (is the
-//! configuration with more workers no better?) and `full_step` (how far to step next).
+//! configuration with more workers no better?) and `full_step` (how far to step next); and
+//! `close_call` (is a throughput comparison too close to judge on one measurement each?).
 
 use super::decision::Reason;
 use super::sample::Sample;
@@ -89,4 +90,16 @@ pub(crate) fn full_step(th: &Thresholds, l: &Limits, best: &Sample, tried: &Samp
         _ => true,
     };
     lock_low(th, tried) || slow || (lock_high(th, tried) && lock_delta_low)
+}
+
+/// Where both report throughput: whether `tried`'s relative gain over `best` is within
+/// [`Thresholds::recheck_band`] of [`Thresholds::throughput_gain`], so that one measurement of
+/// each cannot tell a real gain from noise.
+pub(crate) fn close_call(th: &Thresholds, best: &Sample, tried: &Sample) -> bool {
+    match (best.throughput, tried.throughput) {
+        (Some(b), Some(t)) if b > 0.0 => {
+            ((t / b - 1.0) - th.throughput_gain).abs() < th.recheck_band
+        }
+        _ => false,
+    }
 }

@@ -45,6 +45,9 @@ pub struct Thresholds {
     /// With progress reported: more workers are an improvement only with this relative
     /// throughput gain, and a sharing cap that loses more than this share is lifted.
     pub throughput_gain: f64,
+    /// With progress reported: a try whose relative throughput gain is within this of
+    /// `throughput_gain` is a close call, and the best count is measured again first.
+    pub recheck_band: f64,
     /// Phase watch: the floor of a lock-time shift (absolute)...
     pub phase_lock_shift: f64,
     /// ...the floor of a throughput or CPU-utilisation shift, relative to the running mean...
@@ -90,6 +93,7 @@ impl Default for Thresholds {
             rate_delta_abs: 100.0,
             cpu_gain_low: 0.3,
             throughput_gain: 0.02,
+            recheck_band: 0.03,
             phase_lock_shift: 0.2,
             phase_rel_shift: 0.25,
             phase_cpu_shift: 0.5,
