@@ -80,6 +80,9 @@ enum Mode {
     Recheck { best: Sample, tried: Sample },
 }
 
+// One per controller, replaced a few times a second: the size difference between the variants
+// (a measurement carries up to two profiles) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 enum Phase {
     /// Measuring `t` workers.
