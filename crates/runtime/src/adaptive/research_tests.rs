@@ -28,6 +28,14 @@ fn feed(c: &mut Controller, script: &dyn Fn(usize) -> Sample, n: usize) -> Vec<D
     out
 }
 
+/// Feeds a settled controller the new phase `now` through the phase change and the
+/// re-search until it settles; returns the decisions.
+fn through_a_phase_change(c: &mut Controller, now: &dyn Fn(usize) -> Sample) -> Vec<Decision> {
+    let mut ds = feed(c, now, Thresholds::default().phase_confirm as usize);
+    ds.extend(run_until_settled(c, now, 100));
+    ds
+}
+
 /// Settled at 5 of 1..=8 (`T_step` 2) on a program that scales to 5 workers.
 fn settled_at_5() -> Controller {
     let mut c = controller(1, 8, 8);
@@ -41,8 +49,7 @@ fn a_phase_change_searches_around_the_settled_count_not_from_min() {
     let mut c = settled_at_5();
     // The program now scales to 7 workers, at 600 units/s each: 3000/s at the settled 5.
     let now = doing(|t| 600.0 * t.min(7) as f64);
-    let mut ds = feed(&mut c, &now, Thresholds::default().phase_confirm as usize);
-    ds.extend(run_until_settled(&mut c, &now, 100));
+    let ds = through_a_phase_change(&mut c, &now);
     assert_eq!(
         counts(&ds),
         vec![
@@ -60,8 +67,7 @@ fn a_re_search_keeps_fewer_while_the_count_above_does_no_better() {
     let mut c = settled_at_5();
     // The program turns lock-bound: 1000 units/s whatever the count.
     let now = doing(|_| 1000.0);
-    let mut ds = feed(&mut c, &now, Thresholds::default().phase_confirm as usize);
-    ds.extend(run_until_settled(&mut c, &now, 100));
+    let ds = through_a_phase_change(&mut c, &now);
     assert_eq!(
         counts(&ds),
         vec![
@@ -77,8 +83,7 @@ fn at_max_a_re_search_tries_one_step_fewer_and_comes_back() {
     // 1..=2 (this machine's case): settled at 2; the phase changes, 2 still does more.
     let mut c = settled_with_progress(2000.0);
     let now = doing(|t| 700.0 * t as f64);
-    let mut ds = feed(&mut c, &now, Thresholds::default().phase_confirm as usize);
-    ds.extend(run_until_settled(&mut c, &now, 100));
+    let ds = through_a_phase_change(&mut c, &now);
     assert_eq!(
         counts(&ds),
         vec![(1, Reason::PhaseChange), (2, Reason::FewerWereSlower)]
@@ -202,25 +207,25 @@ fn at_min_a_re_search_climbs_at_once() {
     assert_eq!(ds.last().copied(), decided(1, Reason::NoMoreParallelism));
     // ...which turns scalable, with more work per second at the same count.
     let now = doing(|t| 1600.0 * t as f64);
-    let mut ds = feed(&mut c, &now, Thresholds::default().phase_confirm as usize);
-    ds.extend(run_until_settled(&mut c, &now, 100));
+    let ds = through_a_phase_change(&mut c, &now);
     assert_eq!(
         counts(&ds),
         vec![(2, Reason::PhaseChange), (2, Reason::ReachedMax)]
     );
 }
 
-/// Feeds `n` intervals at 2 workers doing `thr` units/s; returns the decisions.
+/// Feeds `n` intervals at the count in force (2 in the tests) doing `thr(i)` units/s in the
+/// `i`-th; returns the decisions.
 fn at_2(c: &mut Controller, thr: impl Fn(usize) -> f64, n: usize) -> Vec<Decision> {
-    (0..n)
-        .filter_map(|i| {
-            c.observe(&Sample {
-                active: c.active(),
-                throughput: Some(thr(i)),
-                ..quiet(c.active() as f64)
-            })
-        })
-        .collect()
+    let interval = std::cell::Cell::new(0);
+    let script = |t: usize| {
+        let i = interval.replace(interval.get() + 1);
+        Sample {
+            throughput: Some(thr(i)),
+            ..quiet(t as f64)
+        }
+    };
+    feed(c, &script, n)
 }
 
 #[test]
