@@ -22,7 +22,9 @@ const LOAD_READS: u32 = 4;
 pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<()> {
     let a = shared.adaptive.as_ref().expect("an adaptive runtime");
     let ctl = Controller::new(Limits::new(a.min, a.max, a.cpus), Thresholds::default());
-    record(a, &ctl, Some(ctl.start()), None);
+    // Built on the caller's thread: no controller CPU time to record yet (the caller's own
+    // CPU time is not the controller's).
+    record(a, &ctl, Some(ctl.start()), None, None);
     let weak = Arc::downgrade(&shared);
     let handle = std::thread::Builder::new()
         .name("footprint-adaptive".into())
@@ -104,7 +106,7 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
             throughput: s.throughput,
             others: runnable.map(|_| s.sharing.others()),
         };
-        record(a, &ctl, d, Some(seen));
+        record(a, &ctl, d, Some(seen), Some(thread_cpu_time()));
     }
 }
 
@@ -141,14 +143,23 @@ fn sample(
     }
 }
 
-/// Writes the controller's state (and a decision, a sample) into the log `Runtime::stats` reads.
-fn record(a: &AdaptiveState, ctl: &Controller, d: Option<Decision>, s: Option<AdaptiveSample>) {
+/// Writes the controller's state (and a decision, a sample, the controller thread's CPU time)
+/// into the log `Runtime::stats` reads.
+fn record(
+    a: &AdaptiveState,
+    ctl: &Controller,
+    d: Option<Decision>,
+    s: Option<AdaptiveSample>,
+    controller_cpu: Option<Duration>,
+) {
     let mut log = a.log.lock().unwrap_or_else(|e| e.into_inner());
     let from = log.active; // 0 before the first decision
     log.active = ctl.active();
     log.wanted = ctl.wanted();
     log.settled = ctl.settled();
-    log.controller_cpu = thread_cpu_time();
+    if let Some(cpu) = controller_cpu {
+        log.controller_cpu = cpu;
+    }
     if let Some(d) = d {
         log.decide(AdaptiveDecision {
             at: a.started.elapsed(),
