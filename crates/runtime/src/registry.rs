@@ -193,11 +193,10 @@ pub(crate) struct WorkerLocal {
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
     pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
     pub(crate) ctx: ThreadCtx,
+    /// Picks of local work left until the next fairness check (`worker.rs`, `FAIR_TICK`).
     pub(crate) tick: Cell<u32>,
     pub(crate) rng: Cell<u64>,
     pub(crate) push_seq: Cell<u64>,
-    /// The last switch was a yield: let queued new work go before the ready threads.
-    pub(crate) yielded: Cell<bool>,
     // accounting (issue 10 A): per-thread accounting on (`Shared::counters.timed`), the tick
     // the current run began at (between runs: the tick the last one ended at), whether that
     // tick is too old to start the next run with, whether the job about to run was stolen,
@@ -233,7 +232,6 @@ impl WorkerLocal {
             },
             tick: Cell::new(0),
             push_seq: Cell::new(0),
-            yielded: Cell::new(false),
             timed: shared.counters.timed,
             run_start: Cell::new(0),
             tick_stale: Cell::new(true),
