@@ -11,7 +11,9 @@
 //! `spawn_join` (spawn an empty green thread from a green thread and join it, 1 worker),
 //! `spawn_join2` (the same on 2 workers), `mutex` (lock + unlock of an uncontended
 //! `footprint::sync::Mutex` on the main OS thread), `std_mutex` (the same with
-//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`.
+//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`. With
+//! `FOOTPRINT_PROBE_STATS` set in the environment it also prints what each worker did (runs,
+//! parks, steals, sleeps) and each OS thread's CPU time per operation.
 //! Prints the wall-clock time per operation and the process's CPU time per operation: the CPU
 //! time does not grow when other processes take the CPU away, so it compares processes (and
 //! commits) on a loaded machine.
@@ -90,11 +92,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let workers = if op == "spawn_join2" { 2 } else { 1 };
+    let rt = runtime(workers, pin);
     let cpu_start = process_cpu();
     let d = match op {
-        "yield" => micro::footprint_yield(&runtime(1, pin), iters),
-        "spawn_join" => micro::footprint_spawn_join(&runtime(1, pin), iters),
-        "spawn_join2" => micro::footprint_spawn_join(&runtime(2, pin), iters),
+        "yield" => micro::footprint_yield(&rt, iters),
+        "spawn_join" | "spawn_join2" => micro::footprint_spawn_join(&rt, iters),
         "mutex" => mutex_loop(iters),
         "std_mutex" => std_mutex_loop(iters),
         other => {
@@ -113,5 +116,32 @@ fn main() -> ExitCode {
         "{op}: {iters} iterations, {:.2} ns each (wall clock), {cpu_ns:.2} ns of process CPU time each",
         black_box(ns)
     );
+    if std::env::var_os("FOOTPRINT_PROBE_STATS").is_some() {
+        // What the workers did (runs, parks, steals, sleeps): the causes of a slow operation.
+        let st = rt.stats();
+        for (i, w) in st.workers.iter().enumerate() {
+            println!(
+                "worker {i}: runs {}, parks {}, steals {:?}, sleeps {}, idle {:?}",
+                w.runs, w.parks, w.steals_by_tier, w.sleeps, w.idle_time
+            );
+        }
+        // CPU time per OS thread (Linux: /proc/self/task/*/schedstat, first field in ns):
+        // which thread's work the process CPU time above is.
+        if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+            for t in tasks.flatten() {
+                let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+                let on_cpu: f64 = read("schedstat")
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0);
+                println!(
+                    "thread {}: {:.2} ns of CPU time per operation",
+                    read("comm").trim(),
+                    on_cpu / ops as f64
+                );
+            }
+        }
+    }
     ExitCode::SUCCESS
 }

@@ -205,6 +205,11 @@ pub(crate) struct WorkerLocal {
     pub(crate) run_start: Cell<u64>,
     pub(crate) tick_stale: Cell<bool>,
     pub(crate) stolen: Cell<bool>,
+    /// The idle search's next round (`worker.rs`, `idle_inner`): kept when what it found was
+    /// a stale queue entry (nothing ran), so that such finds do not restart its fast polling.
+    pub(crate) idle_round: Cell<u32>,
+    /// Where the idle search stopped when it found the job `run` started with.
+    pub(crate) idle_resume: Cell<u32>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -236,6 +241,8 @@ impl WorkerLocal {
             run_start: Cell::new(0),
             tick_stale: Cell::new(true),
             stolen: Cell::new(false),
+            idle_round: Cell::new(0),
+            idle_resume: Cell::new(0),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
