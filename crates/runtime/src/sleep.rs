@@ -32,10 +32,13 @@ impl Shared {
         self.wake_one_slow(from);
     }
 
+    /// Wakes the first sleeping worker after `from`, in ring order ending with `from` itself
+    /// (two slices: no division per worker; while a woken worker is still counted as a sleeper
+    /// every push of a busy spawner comes here, issue 15).
     #[cold]
     fn wake_one_slow(&self, from: usize) {
-        let n = self.workers.len();
-        wake_one((1..=n).map(|i| &*self.workers[(from + i) % n].sleep));
+        let (upto, after) = self.workers.split_at((from + 1).min(self.workers.len()));
+        wake_one(after.iter().chain(upto).map(|w| &*w.sleep));
     }
 
     /// Wakes one sleeping worker after a push to the calling worker's *own* start deque.
