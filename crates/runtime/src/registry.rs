@@ -210,6 +210,8 @@ pub(crate) struct WorkerLocal {
     pub(crate) idle_round: Cell<u32>,
     /// Where the idle search stopped when it found the job `run` started with.
     pub(crate) idle_resume: Cell<u32>,
+    /// Own pushes left that skip the wake-up attempt (`sleep.rs`, `notify_after_local_push`).
+    pub(crate) local_wake_skip: Cell<u32>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -243,6 +245,7 @@ impl WorkerLocal {
             stolen: Cell::new(false),
             idle_round: Cell::new(0),
             idle_resume: Cell::new(0),
+            local_wake_skip: Cell::new(0),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }

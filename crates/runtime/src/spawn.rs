@@ -55,7 +55,7 @@ where
             match hints {
                 None => {
                     w.deque.push(RawJob::task(entry_ref(&t)));
-                    shared.notify_one_local_push(w.index);
+                    w.notify_after_local_push();
                 }
                 Some(h) => {
                     let route = placement::place_new(shared, &t, h, Some(w.index));
@@ -102,7 +102,7 @@ pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> (u
         w.push_seq.set(seq);
         (*(r.data as *const StackJobHeader)).seq.set(seq);
         w.deque.push(RawJob::stack(r));
-        (*w.shared).notify_one_local_push(w.index);
+        w.notify_after_local_push();
         (w.index, seq)
     }
 }
