@@ -1,17 +1,22 @@
 //! Issue 12: the adaptive worker count against fixed counts, side by side in one run.
 //!
-//! Workloads (`benches/common/adaptive.rs`), each on fixed 1, fixed 2 and adaptive 1..=2
-//! workers (this machine has 2 CPUs, so the whole choice is 1 or 2):
+//! Workloads (`benches/common/adaptive.rs`), each on fixed 1, fixed `cpus / 2` and fixed `cpus`
+//! workers and on adaptive `1..=cpus` (`cpus`: the CPUs the process may use; on a 2-CPU machine
+//! fixed 1, fixed 2 and adaptive 1..=2, the whole choice being 1 or 2; run it under
+//! `taskset -c 0-3` for a 4-CPU view of a bigger machine):
 //! - `lock_bound`: 8 green threads on one mutex whose critical section walks 32 KiB of shared
 //!   data (fewer workers should win: the data stays in one core's cache);
 //! - `fork_join`: 64 leaves of ≈20 µs per round, split with `join` (all workers should win);
 //! - `phases`: a lock-bound phase then a fork-join phase, ≈0.3 s each, repeated (the
 //!   controller must notice each change and search again);
 //! - `multiprog/<degree>`: 002's lock-and-barrier loop on 8 green threads with `degree - 1`
-//!   background copies of 002's program (2 OS threads each, informed waiting) on the same CPUs.
+//!   programs' worth of background copies of 002's program (informed waiting) on the same CPUs:
+//!   each degree adds `cpus` busy OS threads (`cpus / 2` copies of 2 threads, at least 1 copy).
 //!
 //! The adaptive runtime is built once per benchmark and run until its search has settled
-//! before criterion's warm-up (so its figure is "after its search"); its state is printed.
+//! before criterion's warm-up (so its figure is "after its search"); its state is printed to
+//! stderr before and after each measurement (the decision log: active count, decisions by
+//! reason, the last one, the controller's CPU share).
 //!
 //! Run: `cargo bench --bench adaptive -- --warm-up-time 1 --measurement-time 2`
 
@@ -44,6 +49,7 @@ fn side_by_side(
             b.iter_custom(|iters| run(&rt, iters))
         });
         eprintln!("  after: {}", adaptive::describe(&rt));
+        adaptive::log_decisions(&rt);
     }
 }
 
@@ -72,6 +78,7 @@ fn workloads(c: &mut Criterion) {
             b.iter_custom(|iters| adaptive::phases(&rt, iters, 3000, 120))
         });
         eprintln!("phases {}: {}", config.name(), adaptive::describe(&rt));
+        adaptive::log_decisions(&rt);
     }
     g.finish();
 }
@@ -79,7 +86,8 @@ fn workloads(c: &mut Criterion) {
 fn multiprogramming(c: &mut Criterion) {
     let mut g = c.benchmark_group("adaptive_multiprog");
     for degree in 1..=4usize {
-        let _background = program::Background::start(program::Variant::Informed, degree - 1);
+        let copies = (degree - 1) * (adaptive::cpus() / program::THREADS).max(1);
+        let _background = program::Background::start(program::Variant::Informed, copies);
         for config in Config::all() {
             let rt = config.build();
             adaptive::settle(&rt, Duration::ZERO, SETTLE, |rt| {
@@ -93,6 +101,7 @@ fn multiprogramming(c: &mut Criterion) {
                 config.name(),
                 adaptive::describe(&rt)
             );
+            adaptive::log_decisions(&rt);
         }
     }
     g.finish();

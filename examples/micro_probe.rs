@@ -9,15 +9,21 @@
 //!
 //! Operations: `yield` (two green threads ping-pong on 1 worker; one yield is one iteration),
 //! `spawn_join` (spawn an empty green thread from a green thread and join it, 1 worker),
-//! `spawn_join2` (the same on 2 workers), `mutex` (lock + unlock of an uncontended
+//! `spawn_join2` (the same on 2 workers), `fib` and `fib_rayon` (one `fib(30)` with a join at
+//! every level, footprint on 2 workers or a 2-thread rayon pool), `mutex` (lock + unlock of an uncontended
 //! `footprint::sync::Mutex` on the main OS thread), `std_mutex` (the same with
-//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`.
+//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`. With
+//! `FOOTPRINT_PROBE_STATS` set in the environment it also prints what each worker did (runs,
+//! parks, steals, sleeps) and each OS thread's CPU time per operation.
 //! Prints the wall-clock time per operation and the process's CPU time per operation: the CPU
 //! time does not grow when other processes take the CPU away, so it compares processes (and
 //! commits) on a loaded machine.
 
 #[path = "../benches/common/micro.rs"]
 mod micro;
+
+#[path = "../benches/common/fib.rs"]
+mod fib;
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -32,6 +38,18 @@ fn mutex_loop(iters: u64) -> Duration {
     let d = start.elapsed();
     assert_eq!(*m.lock(), iters, "every increment counted");
     d
+}
+
+/// `iters` computations of `fib(30)` with a join at every level, each checked against an
+/// iterative oracle.
+fn fib_loop(iters: u64, run: impl Fn(u32) -> u64) -> Duration {
+    // The oracle, iteratively (the recursive one would add its time to the CPU time measured).
+    let want = (0..30).fold((0u64, 1u64), |(a, b), _| (b, a + b)).0;
+    let start = Instant::now();
+    for _ in 0..iters {
+        assert_eq!(run(black_box(30)), want, "fib(30)");
+    }
+    start.elapsed()
 }
 
 fn std_mutex_loop(iters: u64) -> Duration {
@@ -90,16 +108,29 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let workers = if matches!(op, "spawn_join2" | "fib") {
+        2
+    } else {
+        1
+    };
+    let rt = runtime(workers, pin);
     let cpu_start = process_cpu();
     let d = match op {
-        "yield" => micro::footprint_yield(&runtime(1, pin), iters),
-        "spawn_join" => micro::footprint_spawn_join(&runtime(1, pin), iters),
-        "spawn_join2" => micro::footprint_spawn_join(&runtime(2, pin), iters),
+        "yield" => micro::footprint_yield(&rt, iters),
+        "spawn_join" | "spawn_join2" => micro::footprint_spawn_join(&rt, iters),
+        "fib" => fib_loop(iters, |n| rt.block_on(|| fib::fib_footprint(n))),
+        "fib_rayon" => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .expect("a rayon pool");
+            fib_loop(iters, |n| pool.install(|| fib::fib_rayon(n)))
+        }
         "mutex" => mutex_loop(iters),
         "std_mutex" => std_mutex_loop(iters),
         other => {
             eprintln!(
-                "micro_probe: unknown operation {other:?}; use yield, spawn_join, spawn_join2, mutex or std_mutex"
+                "micro_probe: unknown operation {other:?}; use yield, spawn_join, spawn_join2, fib, fib_rayon, mutex or std_mutex"
             );
             return ExitCode::FAILURE;
         }
@@ -113,5 +144,32 @@ fn main() -> ExitCode {
         "{op}: {iters} iterations, {:.2} ns each (wall clock), {cpu_ns:.2} ns of process CPU time each",
         black_box(ns)
     );
+    if std::env::var_os("FOOTPRINT_PROBE_STATS").is_some() {
+        // What the workers did (runs, parks, steals, sleeps): the causes of a slow operation.
+        let st = rt.stats();
+        for (i, w) in st.workers.iter().enumerate() {
+            println!(
+                "worker {i}: runs {}, parks {}, steals {:?}, sleeps {}, idle {:?}",
+                w.runs, w.parks, w.steals_by_tier, w.sleeps, w.idle_time
+            );
+        }
+        // CPU time per OS thread (Linux: /proc/self/task/*/schedstat, first field in ns):
+        // which thread's work the process CPU time above is.
+        if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+            for t in tasks.flatten() {
+                let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+                let on_cpu: f64 = read("schedstat")
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0);
+                println!(
+                    "thread {}: {:.2} ns of CPU time per operation",
+                    read("comm").trim(),
+                    on_cpu / ops as f64
+                );
+            }
+        }
+    }
     ExitCode::SUCCESS
 }

@@ -21,6 +21,11 @@ pub const SHARED_WORDS: usize = 4096;
 pub const LEAVES: usize = 64;
 pub const LEAF_UNITS: u64 = 20_000;
 
+/// The CPUs the process may use (at least 1).
+pub fn cpus() -> usize {
+    footprint::affinity::allowed_cpus().map_or(1, |c| c.len().max(1))
+}
+
 /// The configurations compared side by side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Config {
@@ -29,12 +34,15 @@ pub enum Config {
 }
 
 impl Config {
-    /// Fixed 1 worker, fixed 2 workers, adaptive 1..=2 (this machine's choice), capped at the
-    /// CPUs the process may use.
+    /// Fixed 1, half the CPUs and all of them (the duplicates dropped: 1 and 2 on a 2-CPU
+    /// machine, 1, 8 and 16 on 16), then adaptive over all of them, `1..=cpus`, where `cpus`
+    /// is the CPUs the process may use.
     pub fn all() -> Vec<Config> {
-        let cpus = footprint::affinity::allowed_cpus().map_or(1, |c| c.len().max(1));
-        let max = cpus.min(2);
-        let mut v: Vec<Config> = (1..=max).map(Config::Fixed).collect();
+        let max = cpus();
+        let mut fixed = vec![1, max / 2, max];
+        fixed.retain(|&n| n >= 1);
+        fixed.dedup();
+        let mut v: Vec<Config> = fixed.into_iter().map(Config::Fixed).collect();
         v.push(Config::Adaptive(1, max));
         v
     }
@@ -193,4 +201,29 @@ pub fn describe(rt: &Runtime) -> String {
         reasons.join(", "),
         100.0 * a.controller_share()
     )
+}
+
+/// Prints the adaptive runtime's stats (their `Display`: a summary, then the kept decisions one
+/// a line with its time; for the bench's log), and before them, with
+/// `FOOTPRINT_ADAPTIVE_SAMPLES=1` in the environment, every sampled interval it decided on.
+/// Nothing for fixed runtimes.
+pub fn log_decisions(rt: &Runtime) {
+    let Some(a) = rt.stats().adaptive else {
+        return;
+    };
+    if std::env::var_os("FOOTPRINT_ADAPTIVE_SAMPLES").is_some_and(|v| v == "1") {
+        for s in rt.adaptive_samples() {
+            eprintln!(
+                "    {:7.2} s  active {}  cpu {:.2}  lock {:?}  throughput {:?}/s  others {:?}  involuntary {:.0}/s",
+                s.at.as_secs_f64(),
+                s.active,
+                s.cpu,
+                s.lock_time.map(|v| (v * 100.0).round() / 100.0),
+                s.throughput.map(f64::round),
+                s.others.map(|v| (v * 10.0).round() / 10.0),
+                s.involuntary_per_s
+            );
+        }
+    }
+    eprint!("{a}"); // its summary, then each kept decision with its time
 }

@@ -260,6 +260,20 @@ impl ReadyQueue {
             ReadyQueue::Policy(p) => unsafe { p.push_yielded(t, misses) },
         }
     }
+    /// A yield's hand-off between two threads: when a queue order holds exactly one thread,
+    /// `t` (which just yielded) takes its place and that thread is returned; otherwise `t` comes
+    /// back. The same order as [`push_yielded`](Self::push_yielded) then [`pop`](Self::pop)
+    /// (with one entry both put `t` behind the other), with one swap for the push and the pop.
+    #[inline]
+    pub(crate) fn swap_lone(&mut self, t: Arc<Task>) -> Result<Job, Arc<Task>> {
+        match self {
+            ReadyQueue::Lifo(q) | ReadyQueue::Fifo(q) if q.len() == 1 => match q.front_mut() {
+                Some(slot) => Ok(std::mem::replace(slot, Job::Task(t))),
+                None => Err(t),
+            },
+            _ => Err(t),
+        }
+    }
     /// A thread that parks on this worker (before its park state is published).
     ///
     /// # Safety
@@ -415,6 +429,52 @@ mod tests {
             .collect();
         assert_eq!(rest, vec![0, 1, 3, 5]); // promoted, then keys 1, 1 (FIFO), 3
         assert!(!q.promote_first(32, |_| true));
+    }
+
+    /// A yield's hand-off (`swap_lone`) picks what queueing the yielder and popping picks,
+    /// and leaves the same queue behind, for both queue orders and every length; it hands off
+    /// only with exactly one thread ready and never under a policy order.
+    #[test]
+    fn swap_lone_matches_push_yielded_then_pop() {
+        let no_inbox = Box::new(Inbox::new());
+        for order in [ReadyOrder::Lifo, ReadyOrder::Fifo] {
+            for n in 0..4 {
+                let tasks: Vec<Arc<Task>> = (0..=n).map(|_| Arc::new(Task::new())).collect();
+                let fill = || {
+                    let mut q = ReadyQueue::new(order, None, &*no_inbox);
+                    for t in &tasks[1..] {
+                        q.push_woken(Job::Task(t.clone()));
+                    }
+                    q
+                };
+                // The oracle: queue the yielder (tasks[0]) behind the others, then pop.
+                let mut oracle = fill();
+                // SAFETY: the tasks are not running; this test is their only user.
+                unsafe { oracle.push_yielded(tasks[0].clone(), None) };
+                let want = oracle.pop().map(|j| id_of(&j, &tasks));
+                let mut q = fill();
+                match q.swap_lone(tasks[0].clone()) {
+                    Ok(j) => {
+                        assert_eq!(n, 1, "{order}: hand-off with {n} ready");
+                        assert_eq!(Some(id_of(&j, &tasks)), want, "{order}");
+                    }
+                    Err(t) => {
+                        assert_ne!(n, 1, "{order}: no hand-off with one ready");
+                        assert!(Arc::ptr_eq(&t, &tasks[0]));
+                        continue;
+                    }
+                }
+                let rest = |q: &mut ReadyQueue| -> Vec<usize> {
+                    std::iter::from_fn(|| q.pop())
+                        .map(|j| id_of(&j, &tasks))
+                        .collect()
+                };
+                assert_eq!(rest(&mut q), rest(&mut oracle), "{order}");
+            }
+        }
+        let (mut p, _me) = policy_queue(PolicyKind::VirtualTime);
+        p.push_woken(Job::Task(Arc::new(Task::new())));
+        assert!(p.swap_lone(Arc::new(Task::new())).is_err());
     }
 
     /// A woken thread's key comes from its record: under VirtualTime the one that parked on this

@@ -193,11 +193,10 @@ pub(crate) struct WorkerLocal {
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
     pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
     pub(crate) ctx: ThreadCtx,
+    /// Picks of local work left until the next fairness check (`worker.rs`, `FAIR_TICK`).
     pub(crate) tick: Cell<u32>,
     pub(crate) rng: Cell<u64>,
     pub(crate) push_seq: Cell<u64>,
-    /// The last switch was a yield: let queued new work go before the ready threads.
-    pub(crate) yielded: Cell<bool>,
     // accounting (issue 10 A): per-thread accounting on (`Shared::counters.timed`), the tick
     // the current run began at (between runs: the tick the last one ended at), whether that
     // tick is too old to start the next run with, whether the job about to run was stolen,
@@ -206,6 +205,13 @@ pub(crate) struct WorkerLocal {
     pub(crate) run_start: Cell<u64>,
     pub(crate) tick_stale: Cell<bool>,
     pub(crate) stolen: Cell<bool>,
+    /// The idle search's next round (`worker.rs`, `idle_inner`): kept when what it found was
+    /// a stale queue entry (nothing ran), so that such finds do not restart its fast polling.
+    pub(crate) idle_round: Cell<u32>,
+    /// Where the idle search stopped when it found the job `run` started with.
+    pub(crate) idle_resume: Cell<u32>,
+    /// Own pushes left that skip the wake-up attempt (`sleep.rs`, `notify_after_local_push`).
+    pub(crate) local_wake_skip: Cell<u32>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -233,11 +239,13 @@ impl WorkerLocal {
             },
             tick: Cell::new(0),
             push_seq: Cell::new(0),
-            yielded: Cell::new(false),
             timed: shared.counters.timed,
             run_start: Cell::new(0),
             tick_stale: Cell::new(true),
             stolen: Cell::new(false),
+            idle_round: Cell::new(0),
+            idle_resume: Cell::new(0),
+            local_wake_skip: Cell::new(0),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }

@@ -55,7 +55,7 @@ where
             match hints {
                 None => {
                     w.deque.push(RawJob::task(entry_ref(&t)));
-                    shared.notify_one_local_push(w.index);
+                    w.notify_after_local_push();
                 }
                 Some(h) => {
                     let route = placement::place_new(shared, &t, h, Some(w.index));
@@ -102,7 +102,7 @@ pub(crate) unsafe fn push_stack_job(w: *const WorkerLocal, r: StackJobRef) -> (u
         w.push_seq.set(seq);
         (*(r.data as *const StackJobHeader)).seq.set(seq);
         w.deque.push(RawJob::stack(r));
-        (*w.shared).notify_one_local_push(w.index);
+        w.notify_after_local_push();
         (w.index, seq)
     }
 }
@@ -130,36 +130,54 @@ pub(crate) unsafe fn take_back_stack_job(
             return false;
         }
         let w = &*w;
-        let mut others = Vec::new();
-        let mut found = false;
-        while let Some(j) = w.deque.pop() {
-            match j.into_job() {
-                Job::Stack(s) if s.data == data => {
-                    found = true;
-                    break;
-                }
-                // SAFETY: a half still in the deque is unexecuted, so its owner is still inside
-                // `join` and the half (with its header) is alive.
-                Job::Stack(s) if (*(s.data as *const StackJobHeader)).seq.get() < seq => {
-                    // Older than ours: ours was stolen. Put it back where it was (the top).
-                    w.deque.push(RawJob::stack(s));
-                    break;
-                }
-                // A spawned thread its joiner already ran inline: the stale entry goes (and the
-                // block back to the pool when the joiner is done with it).
-                Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => recycle(t),
-                // Newer than ours (spawned threads, other green threads' join halves): hand
-                // them to this worker's inbox, where it or a thief runs them.
-                other => others.push(other),
-            }
+        // The common case in line: our half is on top (nothing pushed since, not stolen).
+        match w.deque.pop().map(RawJob::into_job) {
+            Some(Job::Stack(s)) if s.data == data => true,
+            None => false,
+            Some(other) => take_back_below(w, other, data, seq),
         }
-        if !others.is_empty() {
-            let shared = &*w.shared;
-            shared.workers[w.index].inbox.push_many(others);
-            shared.notify_one(w.index);
-        }
-        found
     }
+}
+
+/// [`take_back_stack_job`] when the top of the deque was `top`, not our half: goes on popping
+/// until it finds the half (`true`), an older one (ours was stolen; put back) or the bottom.
+///
+/// # Safety
+/// As for [`take_back_stack_job`], with `w` the calling green thread's worker.
+#[cold]
+unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) -> bool {
+    let mut others = Vec::new();
+    let mut found = false;
+    let mut next = Some(top);
+    while let Some(j) = next {
+        match j {
+            Job::Stack(s) if s.data == data => {
+                found = true;
+                break;
+            }
+            // SAFETY: a half still in the deque is unexecuted, so its owner is still inside
+            // `join` and the half (with its header) is alive.
+            Job::Stack(s) if unsafe { (*(s.data as *const StackJobHeader)).seq.get() } < seq => {
+                // Older than ours: ours was stolen. Put it back where it was (the top).
+                w.deque.push(RawJob::stack(s));
+                break;
+            }
+            // A spawned thread its joiner already ran inline: the stale entry goes (and the
+            // block back to the pool when the joiner is done with it).
+            Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => recycle(t),
+            // Newer than ours (spawned threads, other green threads' join halves): hand
+            // them to this worker's inbox, where it or a thief runs them.
+            other => others.push(other),
+        }
+        next = w.deque.pop().map(RawJob::into_job);
+    }
+    if !others.is_empty() {
+        // SAFETY: the worker's runtime outlives its worker loop, which runs us.
+        let shared = unsafe { &*w.shared };
+        shared.workers[w.index].inbox.push_many(others);
+        shared.notify_one(w.index);
+    }
+    found
 }
 
 /// Pops the top of the calling worker's deque if it is `t`'s entry (spawn, then join): the caller

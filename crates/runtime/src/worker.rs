@@ -18,7 +18,13 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-const SPIN_ROUNDS: u32 = 64;
+/// The idle search's polls before it sleeps, and the longest wait between two, in pauses: the
+/// waits double from one pause up to `SPIN_MAX_PAUSES`, so that an idle worker polls the other
+/// workers' deques 20 times over ≈ 1800 pauses (≈ 60 µs on the VM of issue 15) instead of 64
+/// times over ≈ 1500 (each poll reads the ends of a busy worker's deque, whose next push and pop
+/// then miss in cache: the cost of spawn + join on 2 workers).
+const SPIN_ROUNDS: u32 = 20;
+const SPIN_MAX_PAUSES: u32 = 128;
 const FAIR_TICK: u32 = 61;
 
 impl WorkerLocal {
@@ -39,14 +45,13 @@ impl WorkerLocal {
     }
 
     /// Local work, in order: (fairness tick: inbox, injector, start deque), ready structure,
-    /// inbox, start deque.
+    /// inbox, start deque; after a yield (`yielded`) the inbox and the start deque go before the
+    /// ready structure, so that a yield lets queued new work start.
     #[inline]
-    fn next_local(&self) -> Option<Job> {
+    fn next_local(&self, yielded: bool) -> Option<Job> {
         let shared = self.shared();
         let me = self.me();
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
-        if tick.is_multiple_of(FAIR_TICK) {
+        if self.fair_tick_due() {
             // adaptive (issue 12): above the active limit, take no more local work (the loop
             // then rests, handing it off). Out of line: the pick's code stays as it was.
             if self.surplus_on_tick() {
@@ -62,7 +67,7 @@ impl WorkerLocal {
                 return Some(j.into_job());
             }
         }
-        if self.yielded.replace(false) {
+        if yielded {
             if let Some(j) = self.pop_own_inbox(me) {
                 return Some(j);
             }
@@ -81,6 +86,58 @@ impl WorkerLocal {
             return Some(j);
         }
         self.deque.pop().map(RawJob::into_job)
+    }
+
+    /// Counts one pick of local work; every `FAIR_TICK`-th is due the fairness checks (a
+    /// count-down: one decrement and one test per pick).
+    #[inline]
+    fn fair_tick_due(&self) -> bool {
+        let left = self.tick.get();
+        if left == 0 {
+            self.tick.set(FAIR_TICK - 1);
+            true
+        } else {
+            self.tick.set(left - 1);
+            false
+        }
+    }
+
+    /// The next job after `task` yielded (`misses`: the run's cache misses, where counted).
+    ///
+    /// The same pick as queueing `task` behind the ready threads and calling
+    /// [`next_local`](Self::next_local) after a yield, with one shortcut for the common case of
+    /// two threads taking turns: when no fairness check is due, the inbox and the start deque
+    /// are empty and exactly one other thread is ready (a queue order), `task` takes its place
+    /// in the ready structure and that thread is returned (one swap instead of a push and a
+    /// pop; issue 15).
+    #[inline]
+    fn next_after_yield(&self, task: Arc<Task>, misses: Option<u64>) -> Option<Job> {
+        let left = self.tick.get();
+        let ready = self.ready();
+        let task = if left != 0 && self.no_new_local_work() {
+            match ready.swap_lone(task) {
+                Ok(next) => {
+                    self.tick.set(left - 1);
+                    return Some(next);
+                }
+                Err(task) => task,
+            }
+        } else {
+            task
+        };
+        // SAFETY: we hold the run reference of `task`, which just yielded on this worker.
+        unsafe { ready.push_yielded(task, misses) };
+        self.next_local(true)
+    }
+
+    /// Whether this worker's inbox (both queues) and start deque are empty: after a yield
+    /// those go first.
+    #[inline]
+    fn no_new_local_work(&self) -> bool {
+        let inbox = &self.me().inbox;
+        inbox.len.load(Ordering::Acquire) == 0
+            && inbox.bound_len.load(Ordering::Acquire) == 0
+            && self.deque.is_empty()
     }
 
     /// The next job from this worker's own inbox. With a policy order the inbox is first moved
@@ -182,10 +239,12 @@ impl WorkerLocal {
     pub(crate) fn run_loop(&self) {
         let shared = self.shared();
         let mut woke = false;
+        // Found by a steal or the idle search: runs before any local pick.
+        let mut found: Option<Job> = None;
         loop {
-            if let Some(j) = self.next_local() {
+            if let Some(j) = found.take().or_else(|| self.next_local(false)) {
+                // Returns when `next_local` found nothing more (or found this worker surplus).
                 self.run(j);
-                continue;
             }
             // adaptive (issue 12): a worker above the active limit does not steal; it rests.
             if self.surplus() {
@@ -199,7 +258,7 @@ impl WorkerLocal {
                     shared.notify_one(self.index);
                     woke = false;
                 }
-                self.run(j);
+                found = Some(j);
                 continue;
             }
             match self.idle() {
@@ -208,7 +267,7 @@ impl WorkerLocal {
                         shared.notify_one(self.index);
                     }
                     woke = false;
-                    self.run(j)
+                    found = Some(j);
                 }
                 Idle::Woke => woke = true,
                 Idle::Exit => return,
@@ -231,14 +290,16 @@ impl WorkerLocal {
     }
 
     fn idle_inner(&self, shared: &Shared) -> Idle {
-        for round in 0..SPIN_ROUNDS {
+        // Starts where the last search stopped if that found only a stale entry (see `start`).
+        for round in self.idle_round.replace(0)..SPIN_ROUNDS {
             if let Some(j) = self.steal() {
+                self.idle_round.set(round + 1);
                 return Idle::Found(j);
             }
             if shared.may_exit() {
                 return Idle::Exit;
             }
-            for _ in 0..(1u32 << (round / 8).min(6)) {
+            for _ in 0..(1u32 << round).min(SPIN_MAX_PAUSES) {
                 std::hint::spin_loop();
             }
         }
@@ -260,18 +321,25 @@ impl WorkerLocal {
         }
     }
 
-    /// Runs one job until it finishes, yields or parks.
+    /// Runs `job`, then the local work that follows it (`next_local` after each switch), until
+    /// there is none: the loop around the switch stays here, so that a yield to the next ready
+    /// thread does not return to [`run_loop`](Self::run_loop) and call back in.
     ///
-    /// The switch path (resume, then a yield or park) is inlined into the loop; starting a
-    /// coroutine, finishing a thread and migrating are out of line (`start`, `finish`), so that
-    /// the loop's frame stays small.
-    #[inline]
+    /// The switch path (resume, then a yield or park) is inlined here; starting a coroutine,
+    /// finishing a thread and migrating are out of line (`start`, `finish`), so that this
+    /// frame stays small.
     fn run(&self, job: Job) {
-        let task = match job {
-            Job::Task(t) => t,
-            Job::Stack(r) => self.stack_job_task(r),
-        };
-        self.run_task(task);
+        // The idle search starts afresh after work ran (`start` restores the round if the job
+        // was a stale entry).
+        self.idle_resume.set(self.idle_round.replace(0));
+        let mut next = Some(job);
+        while let Some(job) = next {
+            let task = match job {
+                Job::Task(t) => t,
+                Job::Stack(r) => self.stack_job_task(r),
+            };
+            next = self.run_task(task);
+        }
     }
 
     /// A green thread for a stolen `join` half.
@@ -282,14 +350,15 @@ impl WorkerLocal {
         unsafe { spawn_job_local(self, move || run.run()) }
     }
 
+    /// Runs `task` until it finishes, yields or parks; returns the local work to run next.
     #[inline]
-    fn run_task(&self, mut task: Arc<Task>) {
+    fn run_task(&self, mut task: Arc<Task>) -> Option<Job> {
         // SAFETY: we hold the task's run reference, so its plain fields are ours.
         unsafe {
             if (*task.co.get()).is_none() {
                 match self.start(task) {
                     Some(started) => task = started,
-                    None => return,
+                    None => return self.next_local(false),
                 }
             }
             let t: &Task = &task;
@@ -306,8 +375,7 @@ impl WorkerLocal {
             let misses = if self.timed { self.end_run(t) } else { None };
             match r {
                 CoroutineResult::Yield(Reason::Yield) => {
-                    self.ready().push_yielded(task, misses);
-                    self.yielded.set(true);
+                    return self.next_after_yield(task, misses)
                 }
                 CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
                 // placement (issue 10 B): the thread asked to move (`placement::migrate_current`).
@@ -317,6 +385,16 @@ impl WorkerLocal {
                 CoroutineResult::Return(exit) => self.finish(task, exit),
             }
         }
+        self.next_local(false)
+    }
+
+    /// The job `run` started with was a stale queue entry: nothing ran, so the next idle
+    /// search goes on where the last one stopped instead of polling fast again (a thief that
+    /// keeps finding entries their joiners ran inline kept polling the spawner's deque at the
+    /// fastest rate; issue 15).
+    #[inline]
+    fn stale_found(&self) {
+        self.idle_round.set(self.idle_resume.get());
     }
 
     /// Gives a new green thread its stack and coroutine and hands the run reference back; `None`
@@ -334,6 +412,7 @@ impl WorkerLocal {
             // goes back to the pool here (dropping it freed the block, and every spawn then
             // allocated a new one, which profiles of skynet showed).
             self.stolen.set(false);
+            self.stale_found();
             recycle(task);
             return None;
         }

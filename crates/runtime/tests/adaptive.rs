@@ -261,3 +261,41 @@ fn broadcast_reaches_resting_workers() {
         );
     });
 }
+
+/// CPU time the calling thread has used.
+fn own_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer to a timespec we own.
+    assert_eq!(
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) },
+        0
+    );
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[test]
+fn the_controller_cost_is_the_controller_threads_own() {
+    // Regression: the start decision was recorded on the building thread, and with it that
+    // thread's CPU time as the controller's (a bench's main thread read "350 % of a core").
+    with_watchdog(60, "controller cost", || {
+        let mut x = 0u64;
+        while own_cpu_time() < std::time::Duration::from_millis(200) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        }
+        let rt = Runtime::builder()
+            .adaptive_workers(1..=allowed_cpus().min(2))
+            .pin(false)
+            .build()
+            .unwrap();
+        let a = rt.stats().adaptive.expect("adaptive stats");
+        assert!(
+            a.controller_cpu < std::time::Duration::from_millis(100),
+            "controller CPU {:?} right after the build (the builder used {:?})",
+            a.controller_cpu,
+            own_cpu_time()
+        );
+    });
+}

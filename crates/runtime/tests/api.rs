@@ -174,6 +174,39 @@ fn yield_interleaves_two_threads_on_one_worker() {
     }
 }
 
+/// A yield lets work queued since (a thread spawned by the yielder) start before the threads
+/// already ready: the two-thread hand-off of a yield (issue 15) keeps that order.
+#[test]
+fn a_yield_starts_new_work_before_the_ready_threads() {
+    let rt = rt(1);
+    let log = std::sync::Mutex::new(Vec::new());
+    rt.block_on(|| {
+        scope(|s| {
+            let log = &log;
+            s.spawn(move || {
+                log.lock().unwrap().push("a0");
+                yield_now();
+                log.lock().unwrap().push("a1");
+                s.spawn(move || log.lock().unwrap().push("c"));
+                yield_now();
+                log.lock().unwrap().push("a2");
+            });
+            s.spawn(move || {
+                for step in ["b0", "b1", "b2"] {
+                    log.lock().unwrap().push(step);
+                    yield_now();
+                }
+            });
+        })
+    });
+    let log = log.into_inner().unwrap();
+    assert_eq!(log.len(), 7, "{log:?}");
+    let at = |e| log.iter().position(|x| *x == e).unwrap();
+    assert_eq!(at("c"), at("a1") + 1, "{log:?}");
+    // Before the spawn the two threads took turns (the hand-off).
+    assert_eq!(at("a1").abs_diff(at("b1")), 1, "{log:?}");
+}
+
 #[test]
 fn panic_reaches_joiner_and_worker_survives() {
     let rt = rt(1);

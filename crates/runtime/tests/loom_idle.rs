@@ -96,7 +96,9 @@ impl Rt {
         }
     }
 
-    /// `Shared::notify_one_local_push`: after a push to the caller's own start deque.
+    /// `WorkerLocal::notify_after_local_push`: after a push to the caller's own start deque
+    /// (its skip of the attempts after a failed one only leaves out wake-ups this fence-less
+    /// path may miss anyway).
     fn notify_one_local_push(&self, from: usize) {
         if self.sleepers.any_after_local_push() {
             wake_one((1..=WORKERS).map(|i| &self.words[(from + i) % WORKERS]));

@@ -353,15 +353,19 @@ fn shuffling_groups_lock_contending_threads_on_one_domain() {
         while ready.load(Ordering::Acquire) < 4 {
             std::thread::yield_now();
         }
-        // Wait for a decision that saw all four threads.
+        // Wait for a decision that saw all four threads, and keep it: the monitor decides
+        // every 2 ms, so a later one (after some threads ended) may leave threads out.
         let ids: Vec<u64> = table.lock().unwrap().keys().copied().collect();
-        while !rt
-            .placement_stats()
-            .last_shuffle
-            .is_some_and(|g| ids.iter().all(|id| g.concat().contains(id)))
-        {
+        let groups = loop {
+            let stats = rt.placement_stats();
+            if let Some(g) = stats
+                .last_shuffle
+                .filter(|g| ids.iter().all(|id| g.concat().contains(id)))
+            {
+                break g;
+            }
             std::thread::yield_now();
-        }
+        };
         go.store(true, Ordering::Release);
         for u in unparkers.lock().unwrap().iter() {
             u.unpark(footprint_locks::Placement::Anywhere);
@@ -370,13 +374,12 @@ fn shuffling_groups_lock_contending_threads_on_one_domain() {
         let ids: Vec<u64> = r.iter().map(|x| x.0).collect();
         let after: Vec<usize> = r.iter().map(|x| x.1).collect();
         let stats = rt.placement_stats();
-        let groups = stats.last_shuffle.clone().expect("a decision");
         let group_of = |id: u64| groups.iter().position(|g| g.contains(&id)).unwrap();
-        assert_eq!(group_of(ids[0]), group_of(ids[1]), "{stats}");
-        assert_eq!(group_of(ids[2]), group_of(ids[3]), "{stats}");
-        assert_ne!(group_of(ids[0]), group_of(ids[2]), "{stats}");
+        assert_eq!(group_of(ids[0]), group_of(ids[1]), "{groups:?} {stats}");
+        assert_eq!(group_of(ids[2]), group_of(ids[3]), "{groups:?} {stats}");
+        assert_ne!(group_of(ids[0]), group_of(ids[2]), "{groups:?} {stats}");
         assert!(
-            stats.shuffle_decisions >= 1 && stats.shuffle_swaps == 1,
+            stats.shuffle_decisions >= 1 && stats.shuffle_swaps >= 1,
             "{stats}"
         );
         // Applied at the wake-up: each group on its own domain (here, its own worker).

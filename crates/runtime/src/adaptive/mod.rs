@@ -1,11 +1,15 @@
 //! Adaptive control of the worker count (issue 12): 003's Thread Reinforcer run online, 003's
 //! FaithFul scaling factor and 004 §3.3.2's advice for a shared machine.
 //!
-//! - `controller.rs`: the decisions, a pure state machine fed one profile per interval;
+//! - `controller.rs`: the decisions, a pure state machine fed one profile per interval, with
+//!   its vocabulary (`sample.rs`: what it reads; `thresholds.rs`: the numbers it decides by;
+//!   `decision.rs`: what it decides), Algorithm 1's judgements (`rules.rs`) and the
+//!   phase-change watch (`watch.rs`);
 //! - `sharing.rs`: the sharing rule (how far to back off when other programs want the CPUs);
 //! - `limit.rs`: the mechanism: workers above the active count hand their queued threads to
 //!   the injector and rest on their futex (no CPU) until the count rises again;
 //! - `thread.rs`: the controller thread (sampling `/proc`, lock time and progress, applying);
+//!   `trace.rs`: its decisions as `tracing` events (feature `tracing`);
 //! - `state.rs`: the state in the runtime's `Shared` (progress counters, the controller's log)
 //!   and the range check; `stats.rs`: its public view.
 //!
@@ -13,11 +17,17 @@
 //! [`RuntimeStats::adaptive`](crate::RuntimeStats::adaptive).
 
 pub(crate) mod controller;
+mod decision;
 mod limit;
+mod rules;
+mod sample;
 pub(crate) mod sharing;
 pub(crate) mod state;
 pub(crate) mod stats;
 pub(crate) mod thread;
+mod thresholds;
+mod trace;
+mod watch;
 
 pub use controller::Reason as AdaptiveReason;
 pub use stats::{AdaptiveDecision, AdaptiveSample, AdaptiveStats};

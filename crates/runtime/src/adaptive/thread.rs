@@ -7,6 +7,7 @@ use super::controller::{Controller, Decision, Limits, Sample, Thresholds};
 use super::sharing::SharingSignals;
 use super::state::{AdaptiveState, INTERVAL};
 use super::stats::{AdaptiveDecision, AdaptiveSample};
+use super::trace;
 use crate::registry::Shared;
 use footprint_pmu::{IntervalProfile, ProfileSampler, SamplerConfig, ThreadSelection};
 use std::sync::atomic::Ordering;
@@ -21,7 +22,9 @@ const LOAD_READS: u32 = 4;
 pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<()> {
     let a = shared.adaptive.as_ref().expect("an adaptive runtime");
     let ctl = Controller::new(Limits::new(a.min, a.max, a.cpus), Thresholds::default());
-    record(a, &ctl, Some(ctl.start()), None);
+    // Built on the caller's thread: no controller CPU time to record yet (the caller's own
+    // CPU time is not the controller's).
+    record(a, &ctl, Some(ctl.start()), None, None);
     let weak = Arc::downgrade(&shared);
     let handle = std::thread::Builder::new()
         .name("footprint-adaptive".into())
@@ -72,6 +75,9 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
             return;
         };
         let a = shared.adaptive.as_ref().expect("an adaptive runtime");
+        // The progress of this interval only, whether or not it yields a sample.
+        let progress = a.progress_total();
+        let progressed = progress - std::mem::replace(&mut last_progress, progress);
         let profile = match sampler.sample_now() {
             Ok(Some(p)) => p,
             Ok(None) => continue, // the baseline
@@ -83,17 +89,8 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
                 continue;
             }
         };
-        let progress = a.progress_total();
         let runnable = (load.1 > 0).then(|| load.0 / f64::from(load.1));
-        let s = sample(
-            &shared,
-            a,
-            &profile,
-            progress - last_progress,
-            progress > 0,
-            runnable,
-        );
-        last_progress = progress;
+        let s = sample(&shared, a, &profile, progressed, progress > 0, runnable);
         let d = ctl.observe(&s);
         if let Some(d) = d {
             shared.set_active(d.active);
@@ -109,7 +106,7 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
             throughput: s.throughput,
             others: runnable.map(|_| s.sharing.others()),
         };
-        record(a, &ctl, d, Some(seen));
+        record(a, &ctl, d, Some(seen), Some(thread_cpu_time()));
     }
 }
 
@@ -146,13 +143,23 @@ fn sample(
     }
 }
 
-/// Writes the controller's state (and a decision, a sample) into the log `Runtime::stats` reads.
-fn record(a: &AdaptiveState, ctl: &Controller, d: Option<Decision>, s: Option<AdaptiveSample>) {
+/// Writes the controller's state (and a decision, a sample, the controller thread's CPU time)
+/// into the log `Runtime::stats` reads.
+fn record(
+    a: &AdaptiveState,
+    ctl: &Controller,
+    d: Option<Decision>,
+    s: Option<AdaptiveSample>,
+    controller_cpu: Option<Duration>,
+) {
     let mut log = a.log.lock().unwrap_or_else(|e| e.into_inner());
+    let from = log.active; // 0 before the first decision
     log.active = ctl.active();
     log.wanted = ctl.wanted();
     log.settled = ctl.settled();
-    log.controller_cpu = thread_cpu_time();
+    if let Some(cpu) = controller_cpu {
+        log.controller_cpu = cpu;
+    }
     if let Some(d) = d {
         log.decide(AdaptiveDecision {
             at: a.started.elapsed(),
@@ -162,6 +169,10 @@ fn record(a: &AdaptiveState, ctl: &Controller, d: Option<Decision>, s: Option<Ad
     }
     if let Some(s) = s {
         log.sampled(s);
+    }
+    drop(log); // a subscriber may read the runtime's stats
+    if let Some(d) = d {
+        trace::decision(from, &d, s.as_ref());
     }
 }
 

@@ -1,0 +1,137 @@
+//! The numbers the controller decides by: Algorithm 1's thresholds and the phase-change watch's
+//! ([`Thresholds`]), and the range it searches ([`Limits`]).
+
+/// The thresholds of Algorithm 1 and of the phase-change watch. 003 does not print its values;
+/// these are chosen for this runtime (documented in the README's adaptive section).
+///
+/// # The phase-change watch
+///
+/// After a search the controller keeps a running mean and deviation of the settled intervals'
+/// throughput (where the program reports progress) or else lock time and CPU utilisation
+/// (exponentially weighted over the last [`phase_window`](Self::phase_window) intervals, the
+/// deviation trusted once [`phase_baseline`](Self::phase_baseline) intervals are in). An
+/// interval is *shifted* when a figure is further from its mean than both a floor
+/// ([`phase_rel_shift`](Self::phase_rel_shift) of the mean for throughput and CPU utilisation,
+/// at least [`phase_cpu_shift`](Self::phase_cpu_shift) CPUs for the latter;
+/// [`phase_lock_shift`](Self::phase_lock_shift) for lock time) and
+/// [`phase_spread_k`](Self::phase_spread_k) deviations; [`phase_confirm`](Self::phase_confirm)
+/// shifted intervals in a row, all to the same side, are a phase change (after re-searches that
+/// changed nothing, up to [`phase_backoff`](Self::phase_backoff) times as many). Shifted intervals followed by an unshifted one
+/// were noise and join the running figures. Where the program reports progress, throughput
+/// alone is watched: a change of the background load (runnable threads, involuntary switches,
+/// the CPU share the kernel gives us) that leaves the work done per second as it was is not a
+/// phase change.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Thresholds {
+    /// LOCK is low below this lock time (003's shuffling triggers at 5 %).
+    pub lock_low: f64,
+    /// LOCK is high from this lock time on (between the two it is neither).
+    pub lock_high: f64,
+    /// ΔLOCK is low below this absolute rise.
+    pub lock_delta_low: f64,
+    /// ΔLOCK is high from this absolute rise on.
+    pub lock_delta_high: f64,
+    /// ΔVCX and ΔMIGR are low when the rate grows by less than this factor of the old one (or
+    /// less than `rate_delta_low_abs` per second)...
+    pub rate_delta_low_rel: f64,
+    /// ...(the absolute floor of a rise that is not low)...
+    pub rate_delta_low_abs: f64,
+    /// ...and high when it grows by this factor of the old one...
+    pub rate_delta_rel: f64,
+    /// ...and by at least this many per second.
+    pub rate_delta_abs: f64,
+    /// ΔCPU_UTIL is low below this many CPUs gained per added worker.
+    pub cpu_gain_low: f64,
+    /// With progress reported: more workers are an improvement only with this relative
+    /// throughput gain, and a sharing cap that loses more than this share is lifted.
+    pub throughput_gain: f64,
+    /// With progress reported: a try whose relative throughput gain is within this of
+    /// `throughput_gain` is a close call, and the best count is measured again first.
+    pub recheck_band: f64,
+    /// Phase watch: the floor of a lock-time shift (absolute)...
+    pub phase_lock_shift: f64,
+    /// ...the floor of a throughput or CPU-utilisation shift, relative to the running mean...
+    pub phase_rel_shift: f64,
+    /// ...and of a CPU-utilisation shift in CPUs...
+    pub phase_cpu_shift: f64,
+    /// ...and a shift must also exceed this many running deviations...
+    pub phase_spread_k: f64,
+    /// ...for this many intervals in a row, all to the same side of the mean.
+    pub phase_confirm: u32,
+    /// A re-search that ends at the count it started from doubles the intervals the next phase
+    /// change needs, up to this factor of `phase_confirm` (a re-search that moves the count
+    /// resets it).
+    pub phase_backoff: u32,
+    /// Phase watch: the running mean and deviation weigh about this many recent intervals.
+    pub phase_window: u32,
+    /// Phase watch: intervals in the running figures before their deviation is trusted (until
+    /// then only the floors apply).
+    pub phase_baseline: u32,
+    /// Intervals skipped after each change of the active count.
+    pub settle: u32,
+    /// Intervals averaged into a configuration's profile.
+    pub measure: u32,
+    /// Intervals in a row the machine must look shared (or free) before the cap moves.
+    pub sharing_confirm: u32,
+    /// An interval with less CPU use than this (CPUs' worth) is idle: the program waits for
+    /// something else (I/O, its caller), so it says nothing about worker counts and is skipped.
+    /// So is an interval without progress from a program that reports progress (the CPU time
+    /// went to work it does not count, e.g. its caller's: there is nothing to judge counts by).
+    pub idle_cpu: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            lock_low: 0.05,
+            lock_high: 0.10,
+            lock_delta_low: 0.02,
+            lock_delta_high: 0.05,
+            rate_delta_low_rel: 0.2,
+            rate_delta_low_abs: 20.0,
+            rate_delta_rel: 0.5,
+            rate_delta_abs: 100.0,
+            cpu_gain_low: 0.3,
+            throughput_gain: 0.02,
+            recheck_band: 0.03,
+            phase_lock_shift: 0.2,
+            phase_rel_shift: 0.25,
+            phase_cpu_shift: 0.5,
+            phase_spread_k: 3.0,
+            phase_confirm: 5,
+            phase_backoff: 4,
+            phase_window: 16,
+            phase_baseline: 4,
+            settle: 1,
+            measure: 2,
+            sharing_confirm: 2,
+            idle_cpu: 0.1,
+        }
+    }
+}
+
+/// The limits of the search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Fewest active workers.
+    pub min: usize,
+    /// Most active workers.
+    pub max: usize,
+    /// Cores the runtime may use (Algorithm 1's `NumCores`).
+    pub cores: usize,
+    /// Algorithm 1's `T_step` (at least 1).
+    pub step: usize,
+}
+
+impl Limits {
+    /// Limits for `min..=max` on `cores` cores with 003's proportion of `T_step` (8 of 24
+    /// cores): a third of the range, at least 1.
+    pub fn new(min: usize, max: usize, cores: usize) -> Limits {
+        Limits {
+            min,
+            max,
+            cores,
+            step: ((max - min + 1) / 3).max(1),
+        }
+    }
+}
