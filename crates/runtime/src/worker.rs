@@ -195,6 +195,14 @@ impl WorkerLocal {
         if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
+        // adaptive (issue 12): a worker above the active limit takes no one else's work. It
+        // may be here after an ordinary sleep began while it was still active; without this
+        // check it would take the next spawn from the injector and run its threads beside the
+        // active workers until they next parked (a 16-worker runtime limited to 1 ran the
+        // lock-bound bench 1.5x slower than a 1-worker one).
+        if self.surplus() {
+            return None;
+        }
         for (ti, tier) in me.steal_tiers.iter().enumerate() {
             let n = tier.len();
             let start = (self.next_rand() as usize) % n;
@@ -292,6 +300,9 @@ impl WorkerLocal {
     fn idle_inner(&self, shared: &Shared) -> Idle {
         // Starts where the last search stopped if that found only a stale entry (see `start`).
         for round in self.idle_round.replace(0)..SPIN_ROUNDS {
+            if self.surplus() {
+                return Idle::Woke; // run_loop sends it to rest
+            }
             if let Some(j) = self.steal() {
                 self.idle_round.set(round + 1);
                 return Idle::Found(j);

@@ -299,3 +299,48 @@ fn the_controller_cost_is_the_controller_threads_own() {
         );
     });
 }
+
+#[test]
+fn workers_above_a_lowered_limit_take_no_new_work() {
+    // Regression: a worker asleep (not yet resting) when the limit came down was woken by a
+    // local push, took the pushed threads and ran them beside the active worker (a 16-worker
+    // runtime limited to 1 ran a lock-bound program 1.5x slower than a 1-worker runtime).
+    with_watchdog(120, "lowered limit", || {
+        let rt = Runtime::builder().workers(4).pin(false).build().unwrap();
+        let data = Mutex::new(vec![0u64; 1024]);
+        let round = |rt: &Runtime| {
+            rt.block_on(|| {
+                footprint_runtime::scope(|s| {
+                    for t in 0..8u64 {
+                        let data = &data;
+                        s.spawn(move || {
+                            for i in 0..300u64 {
+                                let mut d = data.lock();
+                                for (k, w) in d.iter_mut().enumerate() {
+                                    *w = w.wrapping_add(t ^ i ^ k as u64);
+                                }
+                            }
+                        });
+                    }
+                })
+            })
+        };
+        round(&rt); // all four active
+        rt.set_active_workers(1).unwrap();
+        // Threads running when the limit came down finish where they are (no preemption).
+        round(&rt);
+        let runs =
+            |rt: &Runtime| -> Vec<u64> { rt.stats().workers.iter().map(|w| w.runs).collect() };
+        let before = runs(&rt);
+        for _ in 0..10 {
+            round(&rt);
+        }
+        let after = runs(&rt);
+        assert!(after[0] > before[0], "the active worker ran the rounds");
+        assert_eq!(
+            &after[1..],
+            &before[1..],
+            "workers above the limit ran threads: runs before {before:?}, after {after:?}"
+        );
+    });
+}
