@@ -130,12 +130,28 @@ fn hinted_route(
     None
 }
 
+/// Queues a woken `task` for any active worker (its route named a worker above the active
+/// limit) and wakes one, searching from worker 0.
+fn to_injector(shared: &Shared, task: Arc<Task>) {
+    shared
+        .injector
+        .push(crate::job::RawJob::from(Job::Task(task)));
+    // The ring after the last worker starts at worker 0, among the active ones.
+    shared.notify_one(shared.workers.len() - 1);
+}
+
 /// Queues `task` on `route` (`Local` needs `here`).
 pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route, task: Arc<Task>) {
     match (route, here) {
+        // adaptive (issue 12): a worker above the active limit hands wake-ups on (its own
+        // threads go to the injector when it rests).
+        (Route::Local, Some(w)) if w.index >= shared.active_limit() => to_injector(shared, task),
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
         (Route::Local, Some(w)) => unsafe { (*w.ready.get()).push_woken(Job::Task(task)) },
         (Route::Local, None) => unreachable!("a local route needs a worker"),
+        // adaptive (issue 12): a worker above the active limit runs nothing it could hand on,
+        // so a wake-up placed there (its last worker, say) goes to the injector instead.
+        (Route::Inbox(w), _) if w >= shared.active_limit() => to_injector(shared, task),
         (Route::Inbox(w), _) => {
             shared.workers[w].inbox.push(Job::Task(task));
             shared.notify_worker(w);
