@@ -8,7 +8,6 @@
 //! `-- 8 1 5000 8` against `-- 1 1 5000 1`; prints ns per operation per round and the stats.
 
 #[path = "../benches/common/adaptive.rs"]
-#[allow(dead_code)]
 mod adaptive;
 #[path = "../benches/common/work.rs"]
 #[allow(dead_code)]
