@@ -13,27 +13,41 @@ mod adaptive;
 #[allow(dead_code)]
 mod work;
 
-fn main() {
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: rest_probe [WORKERS] [ACTIVE] [ITERS] [FIRST_ACTIVE] (numbers; ACTIVE and FIRST_ACTIVE between 1 and WORKERS)";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rest_probe: {e}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let mut arg = |default: u64| {
-        args.next()
-            .map_or(default, |a| a.parse().expect("a number"))
+    let mut arg = |default: u64| match args.next() {
+        None => Ok(default),
+        Some(a) => a
+            .parse::<u64>()
+            .map_err(|_| format!("{a:?} is not a number")),
     };
-    let workers = arg(1) as usize;
-    let active = arg(1) as usize;
-    let iters = arg(20_000);
-    let first = arg(active as u64) as usize;
+    let workers = arg(1)? as usize;
+    let active = arg(1)? as usize;
+    let iters = arg(20_000)?;
+    let first = arg(active as u64)? as usize;
     let rt = footprint::Runtime::builder()
         .workers(workers)
         .pin(workers <= 2)
         .build()
-        .expect("a runtime");
-    rt.set_active_workers(first)
-        .expect("a limit within the workers");
+        .map_err(|e| e.to_string())?;
+    rt.set_active_workers(first).map_err(|e| e.to_string())?;
     for round in 0..4 {
         if round == 1 {
-            rt.set_active_workers(active)
-                .expect("a limit within the workers");
+            rt.set_active_workers(active).map_err(|e| e.to_string())?;
         }
         let t = adaptive::lock_bound(&rt, iters);
         let ops = (adaptive::GREEN as u64 * iters) as f64;
@@ -44,4 +58,5 @@ fn main() {
         );
     }
     println!("{}", rt.stats());
+    Ok(())
 }
