@@ -9,7 +9,8 @@
 //! and a random operation — join trees, scopes with borrows, every lock algorithm, every barrier,
 //! a condvar queue, detached spawns, dropped handles, panics, `GreenLocal`, `block_in_place`,
 //! `sleep` — and checks its exact invariant (counts, sums, leader counts, panics reaching the
-//! joiner). At the end the OS-thread count and the resident memory must be back at the baseline.
+//! joiner). At the end the OS-thread count and the resident memory must be back at the baseline
+//! (the shared blocking pool's threads, kept 10 s idle, must all retire within 20 s).
 //! A failure prints the seed and the round and exits non-zero; a watchdog turns a round that
 //! makes no progress for 60 s into a failure with the runtime's `debug_state()`.
 //!
@@ -378,6 +379,27 @@ fn op_sleep(rng: &mut Rng, rt: &Runtime) {
     assert_eq!(woke, n);
 }
 
+/// The name (as the kernel truncates it to 15 bytes) of the runtime's blocking-pool threads:
+/// they serve `block_in_place` and `spawn_blocking` for every runtime and retire after 10 s idle.
+const BLOCKING_POOL_COMM: &str = "footprint-block";
+
+/// How long an idle blocking-pool thread lives (the runtime's keep-alive, 10 s) plus slack for a
+/// loaded machine.
+const BLOCKING_RETIRE_WITHIN: Duration = Duration::from_secs(20);
+
+/// OS threads of this process that belong to the blocking pool (Linux /proc).
+fn blocking_pool_threads() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm"))
+                .is_ok_and(|c| c.trim_end() == BLOCKING_POOL_COMM)
+        })
+        .count() as u64
+}
+
 /// OS threads and resident KiB of this process (Linux /proc).
 fn threads_and_rss() -> (u64, u64) {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -533,12 +555,30 @@ fn main() {
         }
         counts[op] += 1;
         if round == OPS.len() as u64 {
-            baseline = Some(threads_and_rss());
+            let (threads, rss) = threads_and_rss();
+            baseline = Some((threads - blocking_pool_threads().min(threads), rss));
         }
     }
     *progress.rt.lock().unwrap() = None;
     let rt_threads = rt.workers() as u64;
     drop(rt);
+    // The blocking pool keeps idle threads for its keep-alive and is shared by every runtime, so
+    // its threads are counted apart: they must all retire (a thread that never does is a leak),
+    // and every other thread must be back to the baseline's count at once.
+    let retire_by = Instant::now() + BLOCKING_RETIRE_WITHIN;
+    let mut pool_left = blocking_pool_threads();
+    while pool_left > 0 && Instant::now() < retire_by {
+        std::thread::sleep(Duration::from_millis(100));
+        pool_left = blocking_pool_threads();
+    }
+    if pool_left > 0 {
+        eprintln!(
+            "soak: FAILED seed={seed} round={round}: {pool_left} blocking-pool threads still \
+             alive {} s after the last use (keep-alive is 10 s)",
+            BLOCKING_RETIRE_WITHIN.as_secs()
+        );
+        std::process::exit(1);
+    }
     // Back to the shape of the baseline: the same runtime size is not guaranteed, so compare
     // with the workers of both accounted for.
     let (t_end, rss_end) = threads_and_rss();
