@@ -91,6 +91,41 @@ pub(crate) fn same_runtime_green(shared: *const Shared) -> bool {
         }
 }
 
+/// The calling OS thread's worker (of any runtime), or null off a worker. Valid only until the
+/// calling green thread next yields or parks.
+#[inline]
+pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
+    let c = ctx_ptr();
+    if c.is_null() {
+        ptr::null()
+    } else {
+        // SAFETY: as in current_task_ptr.
+        unsafe { (*c).worker }
+    }
+}
+
+/// The running green thread and its worker, if the caller is a green thread on a worker of the
+/// runtime `shared` (one thread-local read for both). The worker pointer is valid only until the
+/// green thread next yields or parks.
+#[inline]
+pub(crate) fn current_green_of(shared: *const Shared) -> Option<(*const Task, *const WorkerLocal)> {
+    let c = ctx_ptr();
+    // SAFETY: as in current_task_ptr.
+    if c.is_null() || !ptr::eq(unsafe { (*c).shared }, shared) {
+        return None;
+    }
+    // SAFETY: as in current_task_ptr.
+    unsafe {
+        let t = (*c).current.get();
+        let w = (*c).worker;
+        if t.is_null() || w.is_null() {
+            None
+        } else {
+            Some((t, w))
+        }
+    }
+}
+
 /// The running green thread and its worker, if the caller is a green thread on a worker.
 /// The worker pointer is valid only until the green thread next yields or parks.
 #[inline]

@@ -1,11 +1,11 @@
 //! Join handles: joining a green thread (inline when it has not started, else by parking until
 //! it completes) and detaching it.
 
-use crate::context::{current_task_ptr, same_runtime_green};
+use crate::context::{current_green_of, current_worker_ptr};
 use crate::local::clear_task_locals;
 use crate::parking::park_current;
-use crate::pool::recycle;
-use crate::spawn::{count_finished, take_own_top};
+use crate::pool::{recycle, recycle_on};
+use crate::spawn::{count_finished_on, take_own_top};
 use crate::stats::ThreadStats;
 use crate::task::{drop_payload, ScopeShared, Task, Waiter, LIFE_DONE, LIFE_RUNNING};
 use std::marker::PhantomData;
@@ -24,6 +24,9 @@ const fn task_life_running() -> u8 {
 /// `task` must carry a job of result type `T` and the caller must own its join handle.
 pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
     let t = &*task;
+    // The worker to recycle the block on, when the last thread-local read was after the joiner's
+    // last suspension; else it is read again at the end.
+    let mut recycle_worker = None;
     if !t.handle.is_done() {
         // Fast path: a green thread that has not started yet runs inline on the joiner's stack
         // (same runtime only), with no stack, no switch and no queue round trip. When its queue
@@ -32,19 +35,29 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
         // SAFETY: `shared` is written by `init` before the task is published and not changed
         // until the block is recycled, which needs our handle (we still hold it).
         // placement (issue 10 B): a thread placed by a hint runs where it was placed.
-        let same = same_runtime_green(unsafe { t.runtime() }) && !t.bound.load(Ordering::Relaxed);
-        let popped = same && take_own_top(t);
-        if popped || (same && t.claim()) {
-            if popped {
-                t.life.store(task_life_running(), Ordering::Relaxed);
+        let here = if t.bound.load(Ordering::Relaxed) {
+            None
+        } else {
+            current_green_of(unsafe { t.runtime() })
+        };
+        let inline = match here {
+            Some((me, w)) => {
+                // SAFETY: `w` was read just now on this OS thread, and nothing suspended since.
+                let popped = unsafe { take_own_top(w, t) };
+                if popped {
+                    t.life.store(task_life_running(), Ordering::Relaxed);
+                }
+                (popped || t.claim()).then_some(me)
             }
-            // SAFETY: we own the run reference now. The joiner is the running green thread;
-            // its green-locals are set aside so the inline thread starts with its own (empty)
-            // set, as it would on a stack of its own.
+            None => None,
+        };
+        if let Some(me) = inline {
+            // SAFETY: we own the run reference now. The joiner (`me`) is the running green
+            // thread; its green-locals are set aside so the inline thread starts with its own
+            // (empty) set, as it would on a stack of its own. Its control block is the same
+            // before and after the inline run (only the worker under it may change, if the inline
+            // thread yields or parks: so the worker is read again after).
             unsafe {
-                // The joiner's control block: the same before and after the inline run (only
-                // the worker under it may change, if the inline thread yields or parks).
-                let me = current_task_ptr();
                 let saved = (*(*me).locals.get()).take();
                 (*me).nested.set((*me).nested.get() + 1);
                 t.run_job_in_place();
@@ -57,8 +70,10 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
                 if let Some(s) = scope {
                     s.task_done();
                 }
+                let w = current_worker_ptr();
+                count_finished_on(t, w);
+                recycle_worker = Some(w);
             }
-            count_finished(t);
         } else {
             // SAFETY: the waiter cell is ours until we publish H_WAITER.
             unsafe { *t.waiter.get() = Some(Waiter::current()) };
@@ -81,7 +96,10 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
         (vt.take_result)(t.slot.get(), out.as_mut_ptr().cast());
     }
     t.handle.release();
-    recycle(task);
+    let w = recycle_worker.unwrap_or_else(current_worker_ptr);
+    // SAFETY: `w` was read on this OS thread after its last suspension (taking the result and
+    // releasing the handle do not suspend).
+    unsafe { recycle_on(task, w) };
     // SAFETY: take_result initialised it.
     unsafe { out.assume_init() }
 }

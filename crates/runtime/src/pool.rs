@@ -7,14 +7,12 @@
 //! `Builder::max_stacks` cap. When a stack cannot be made, spawning is refused (with the same
 //! error) until a stack comes back.
 
-use crate::context::ctx_ptr;
 use crate::error::Error;
 use crate::registry::{Shared, WorkerLocal};
 use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
 use crate::sync::Mutex;
 use crate::task::Task;
-use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -163,15 +161,18 @@ impl WorkerLocal {
 /// caller holds its last reference (besides its spare one); otherwise gives up the spare
 /// reference and drops the caller's.
 pub(crate) fn recycle(task: Arc<Task>) {
-    let c = ctx_ptr();
-    // SAFETY: a non-null context is alive; the worker's pools are touched only by its OS thread.
-    // The caller of `recycle` is the block's recycler (the spare flag is its).
+    // SAFETY: a worker read just now, on the calling OS thread.
+    unsafe { recycle_on(task, crate::context::current_worker_ptr()) }
+}
+
+/// [`recycle`] with the calling OS thread's worker already read (null off a worker).
+///
+/// # Safety
+/// `w` is null or the calling OS thread's worker, read since the caller last yielded or parked.
+pub(crate) unsafe fn recycle_on(task: Arc<Task>, w: *const WorkerLocal) {
+    // SAFETY: per the contract `w` is null or our live worker, whose pools are touched only by
+    // its OS thread. The caller of `recycle` is the block's recycler (the spare flag is its).
     unsafe {
-        let w = if c.is_null() {
-            ptr::null()
-        } else {
-            (*c).worker
-        };
         let mine = 1 + usize::from(*task.spare_ref.get());
         // Unique: no other Arc (we never make Weak ones), so nobody else can reach the block.
         if w.is_null() || Arc::strong_count(&task) != mine {

@@ -184,14 +184,13 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
 /// then owns `t` exclusively. Stale entries found on top (threads their joiners already ran
 /// inline) are dropped on the way, so joining in spawn order does not pile them up; anything else
 /// is put back where it was.
-pub(crate) fn take_own_top(t: &Task) -> bool {
-    let c = ctx_ptr();
-    // SAFETY: as in spawn_raw.
+///
+/// # Safety
+/// `w` must be the calling OS thread's worker (read since the caller last yielded or parked).
+pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
+    // SAFETY: per the contract the owner-only deque is ours to pop.
     unsafe {
-        if c.is_null() || (*c).worker.is_null() {
-            return false;
-        }
-        let w = &*(*c).worker;
+        let w = &*w;
         loop {
             match w.deque.pop().map(RawJob::into_job) {
                 Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => {
@@ -220,6 +219,15 @@ pub(crate) fn take_own_top(t: &Task) -> bool {
 
 /// Counts a green thread as finished (for `Runtime::drop`'s wait).
 pub(crate) fn count_finished(t: &Task) {
+    // SAFETY: a worker read just now, on the calling OS thread.
+    unsafe { count_finished_on(t, crate::context::current_worker_ptr()) }
+}
+
+/// [`count_finished`] with the calling OS thread's worker already read (null off a worker).
+///
+/// # Safety
+/// `w` is null or the calling OS thread's worker, read since the caller last yielded or parked.
+pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
     // SAFETY: the task is unfinished until this call, so its runtime is alive.
     let shared = unsafe { &*t.runtime() };
     // placement (issue 10 B): a finished thread leaves its fragment batch.
@@ -231,11 +239,10 @@ pub(crate) fn count_finished(t: &Task) {
     if unsafe { (*t.name.get()).is_some() } {
         shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
     }
-    let c = ctx_ptr();
-    // SAFETY: as above for the context.
+    // SAFETY: per the contract `w` is null or our live worker.
     unsafe {
-        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
-            let w = &*(*c).worker;
+        if !w.is_null() && ptr::eq((*w).shared, shared) {
+            let w = &*w;
             let f = &shared.workers[w.index].finished;
             f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
         } else {
