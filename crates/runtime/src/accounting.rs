@@ -116,6 +116,8 @@ pub(crate) struct WorkerAccount {
     pub(crate) idle_ticks: AtomicU64,
     /// Times the worker slept on its futex.
     pub(crate) sleeps: AtomicU64,
+    /// Of those, sleeps deaf to local pushes (after fruitless wake-ups).
+    pub(crate) deaf_sleeps: AtomicU64,
     /// Ticks green threads ran here (with accounting on).
     pub(crate) busy_ticks: AtomicU64,
     /// Cache misses counted during runs here.
@@ -134,6 +136,7 @@ impl WorkerAccount {
             injector_takes: AtomicU64::new(0),
             idle_ticks: AtomicU64::new(0),
             sleeps: AtomicU64::new(0),
+            deaf_sleeps: AtomicU64::new(0),
             busy_ticks: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             counter_failures: AtomicU64::new(0),

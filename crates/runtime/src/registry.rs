@@ -212,6 +212,13 @@ pub(crate) struct WorkerLocal {
     pub(crate) idle_resume: Cell<u32>,
     /// Own pushes left that skip the wake-up attempt (`sleep.rs`, `notify_after_local_push`).
     pub(crate) local_wake_skip: Cell<u32>,
+    /// Wake-ups in a row that led to little or no work (`worker.rs`, `idle_inner`): past a
+    /// few, the worker sleeps deaf to local pushes for a while.
+    pub(crate) fruitless_wakes: Cell<u32>,
+    /// The tick at which the worker last took work after being woken (0: none since).
+    pub(crate) work_from: Cell<u64>,
+    /// The last deaf sleep ran out: the next sleep hears local pushes again.
+    pub(crate) hear_next: Cell<bool>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -246,6 +253,9 @@ impl WorkerLocal {
             idle_round: Cell::new(0),
             idle_resume: Cell::new(0),
             local_wake_skip: Cell::new(0),
+            fruitless_wakes: Cell::new(0),
+            work_from: Cell::new(0),
+            hear_next: Cell::new(false),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }

@@ -144,6 +144,10 @@ pub struct WorkerStats {
     pub idle_time: Duration,
     /// Times it went to sleep on its futex.
     pub sleeps: u64,
+    /// Of those, sleeps deaf to pushes onto other workers' own deques, for at most 0.4 ms:
+    /// taken after wake-ups in a row that found nothing to run (a spawner whose joiner runs
+    /// each thread inline wakes the idle workers for nothing).
+    pub deaf_sleeps: u64,
     /// Green threads woken elsewhere and handed to it through its inbox.
     pub inbox_wakeups: u64,
     /// Time green threads ran on it (counters on; zero when off).
@@ -165,6 +169,7 @@ impl WorkerStats {
             injector_takes: ld(&a.injector_takes),
             idle_time: clock::to_duration(ld(&a.idle_ticks)),
             sleeps: ld(&a.sleeps),
+            deaf_sleeps: ld(&a.deaf_sleeps),
             inbox_wakeups: inbox,
             busy_time: clock::to_duration(ld(&a.busy_ticks)),
             misses: ld(&a.misses),
@@ -263,7 +268,7 @@ impl fmt::Display for RuntimeStats {
         }
         writeln!(
             f,
-            "  {:>6} {:>4} {:>10} {:>8} {:>16} {:>8} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5}",
+            "  {:>6} {:>4} {:>10} {:>8} {:>16} {:>8} {:>10} {:>13} {:>8} {:>10} {:>10} {:>5}",
             "worker",
             "cpu",
             "runs",
@@ -271,7 +276,7 @@ impl fmt::Display for RuntimeStats {
             "steals by tier",
             "injector",
             "idle",
-            "sleeps",
+            "sleeps (deaf)",
             "inbox",
             "busy",
             "misses",
@@ -281,7 +286,7 @@ impl fmt::Display for RuntimeStats {
             let tiers: Vec<String> = w.steals_by_tier.iter().map(u64::to_string).collect();
             writeln!(
                 f,
-                "  {:>6} {:>4} {:>10} {:>8} {:>16} {:>8} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5}",
+                "  {:>6} {:>4} {:>10} {:>8} {:>16} {:>8} {:>10} {:>13} {:>8} {:>10} {:>10} {:>5}",
                 i,
                 w.cpu.map_or("-".to_string(), |c| c.to_string()),
                 w.runs,
@@ -293,7 +298,7 @@ impl fmt::Display for RuntimeStats {
                 },
                 w.injector_takes,
                 fmt_duration(w.idle_time),
-                w.sleeps,
+                format!("{} ({})", w.sleeps, w.deaf_sleeps),
                 w.inbox_wakeups,
                 fmt_duration(w.busy_time),
                 w.misses,

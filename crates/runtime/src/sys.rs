@@ -18,6 +18,28 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
+/// Blocks while `*word == expected`, for at most `d` (a futex wait with a relative timeout);
+/// returns early on a wake-up, a signal or a changed word, which callers re-check.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn futex_wait_for(word: &AtomicU32, expected: u32, d: std::time::Duration) {
+    let ts = libc::timespec {
+        tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT_PRIVATE reads the u32 at a valid, aligned address we borrow, and the
+    // timeout at a valid timespec on our stack (a relative time for FUTEX_WAIT). Errors
+    // (EAGAIN, EINTR, ETIMEDOUT) are returns our callers re-check.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
 /// Wakes up to `n` threads blocked on `word`.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {

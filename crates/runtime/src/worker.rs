@@ -25,6 +25,24 @@ use std::sync::Arc;
 /// then miss in cache: the cost of spawn + join on 2 workers).
 const SPIN_ROUNDS: u32 = 20;
 const SPIN_MAX_PAUSES: u32 = 128;
+
+/// Deaf sleep (`SleepWord::sleep`): after `DEAF_AFTER` wake-ups in a row that each led to less
+/// than `WORTH_WAKE_TICKS` of work (nothing found, a stale entry, or a thread stolen in the
+/// moment between its spawn and its join), a worker sleeps deaf to pushes onto other workers'
+/// own deques, for `DEAF_FIRST`, doubling with each further fruitless wake-up up to
+/// `DEAF_FIRST << DEAF_MAX_DOUBLINGS`; after a deaf sleep runs out, the next sleep hears them
+/// again. A spawner whose joiner runs each thread inline (spawn, then join) otherwise woke the
+/// other workers at nearly every push, paying a futex wake-up each time, having its deque
+/// polled and its threads stolen from under their joiners (issue 15: spawn + join on 2
+/// workers). What it costs: work pushed onto a busy worker's own deque while the others sleep
+/// deaf waits up to that long (0.4 ms) for a thief; fenced publishers (the injector, inboxes)
+/// wake deaf sleepers as before.
+const DEAF_AFTER: u32 = 3;
+/// Work after a wake-up that makes it worth it: 200,000 time-stamp ticks (50 µs at 4 GHz,
+/// 100 µs at 2 GHz), uncalibrated so that the idle path never waits on the clock's calibration.
+const WORTH_WAKE_TICKS: u64 = 200_000;
+const DEAF_FIRST: std::time::Duration = std::time::Duration::from_micros(100);
+const DEAF_MAX_DOUBLINGS: u32 = 2;
 const FAIR_TICK: u32 = 61;
 
 impl WorkerLocal {
@@ -251,6 +269,9 @@ impl WorkerLocal {
         let mut found: Option<Job> = None;
         loop {
             if let Some(j) = found.take().or_else(|| self.next_local(false)) {
+                if self.work_from.get() == 0 {
+                    self.work_from.set(clock::ticks().max(1));
+                }
                 // Returns when `next_local` found nothing more (or found this worker surplus).
                 self.run(j);
             }
@@ -287,7 +308,7 @@ impl WorkerLocal {
         let shared = self.shared();
         let since = clock::ticks();
         shared.idle.fetch_add(1, Ordering::SeqCst);
-        let r = self.idle_inner(shared);
+        let r = self.idle_inner(shared, since);
         shared.idle.fetch_sub(1, Ordering::SeqCst);
         let acct = &shared.workers[self.index].acct;
         let now = clock::ticks();
@@ -297,7 +318,7 @@ impl WorkerLocal {
         r
     }
 
-    fn idle_inner(&self, shared: &Shared) -> Idle {
+    fn idle_inner(&self, shared: &Shared, since: u64) -> Idle {
         // Starts where the last search stopped if that found only a stale entry (see `start`).
         for round in self.idle_round.replace(0)..SPIN_ROUNDS {
             if self.surplus() {
@@ -319,15 +340,39 @@ impl WorkerLocal {
         if self.ready().len() > 0 || !self.deque.is_empty() {
             return Idle::Woke;
         }
+        // Was the last wake-up worth it? `work_from` is when work was first taken after it.
+        let from = self.work_from.get();
+        let fruitless = if from != 0 && since.wrapping_sub(from) >= WORTH_WAKE_TICKS {
+            0
+        } else {
+            self.fruitless_wakes.get()
+        };
+        let hear = self.hear_next.replace(false);
+        let deaf_for = (fruitless >= DEAF_AFTER && !hear)
+            .then(|| DEAF_FIRST * (1 << (fruitless - DEAF_AFTER).min(DEAF_MAX_DOUBLINGS)));
         let slept = me.sleep.sleep(
             &shared.sleepers,
+            deaf_for,
             || self.steal(),
             || shared.may_exit(),
-            || bump(&me.acct.sleeps, 1),
+            || {
+                bump(&me.acct.sleeps, 1);
+                if deaf_for.is_some() {
+                    bump(&me.acct.deaf_sleeps, 1);
+                }
+            },
         );
+        // Counted fruitless now; the next sleep step clears the count if enough work followed.
         match slept {
             Slept::Found(j) => Idle::Found(j),
-            Slept::Woke => Idle::Woke,
+            Slept::Woke | Slept::Expired => {
+                self.fruitless_wakes.set(fruitless.saturating_add(1));
+                self.work_from.set(0);
+                if matches!(slept, Slept::Expired) {
+                    self.hear_next.set(true);
+                }
+                Idle::Woke
+            }
             Slept::Exit => Idle::Exit,
         }
     }

@@ -144,7 +144,11 @@ impl Rt {
     }
 
     /// `WorkerLocal::run_loop` with `idle` (the spin rounds left out: they only search more).
-    fn worker(&self, me: usize) {
+    /// With `deaf_first`, the worker's first sleep is deaf to local pushes (as after repeated
+    /// fruitless wake-ups); under loom a deaf sleep never runs out by itself, so only a fenced
+    /// publisher's wake-up (or `wake_all` at the end) ends it.
+    fn worker(&self, me: usize, deaf_first: bool) {
+        let mut deaf = deaf_first;
         loop {
             if let Some(j) = self.next_local(me) {
                 self.run(me, j);
@@ -154,15 +158,18 @@ impl Rt {
                 self.run(me, j);
                 continue;
             }
+            let deaf_for = deaf.then_some(std::time::Duration::from_micros(100));
+            deaf = false;
             let slept = self.words[me].sleep(
                 &self.sleepers,
+                deaf_for,
                 || self.steal(me),
                 || self.may_exit(),
                 || assert_eq!(self.deques[me].len(), 0, "worker {me} sleeps on own work"),
             );
             match slept {
                 Slept::Found(j) => self.run(me, j),
-                Slept::Woke => {}
+                Slept::Woke | Slept::Expired => {}
                 Slept::Exit => return,
             }
         }
@@ -171,12 +178,17 @@ impl Rt {
 
 /// Runs both workers on `rt` while the main thread does `outside`, then checks every job ran.
 fn run_model(rt: fn() -> Rt, outside: fn(&Rt)) {
+    run_model_deaf(rt, outside, [false; WORKERS]);
+}
+
+/// [`run_model`] with the workers marked in `deaf` sleeping deaf to local pushes first.
+fn run_model_deaf(rt: fn() -> Rt, outside: fn(&Rt), deaf: [bool; WORKERS]) {
     model(2, move || {
         let rt = Arc::new(rt());
         let workers: Vec<_> = (0..WORKERS)
             .map(|i| {
                 let rt = rt.clone();
-                thread::spawn(move || rt.worker(i))
+                thread::spawn(move || rt.worker(i, deaf[i]))
             })
             .collect();
         outside(&rt);
@@ -258,5 +270,43 @@ fn two_spawns_from_outside_racing_the_sleepers_both_run() {
             rt.injector.push(1);
             rt.notify_one(0);
         },
+    );
+}
+
+#[test]
+fn work_pushed_on_a_workers_own_deque_while_the_other_sleeps_deaf_runs() {
+    // As above, with worker 1 asleep deaf to local pushes (after fruitless wake-ups) and its
+    // timer never firing: the pushes do not wake it, so the pusher drains its own deque; every
+    // job runs and both workers leave (job 0 may run on either worker, so either may be the
+    // pusher).
+    fn spawn_two(rt: &Rt, me: usize, job: u32) {
+        if job == 0 {
+            for j in [1, 2] {
+                rt.deques[me].push(j);
+                rt.notify_one_local_push(me);
+            }
+        }
+    }
+    run_model_deaf(
+        || Rt::new(3, spawn_two),
+        |rt| {
+            rt.injector.push(0);
+            rt.notify_one(0);
+        },
+        [false, true],
+    );
+}
+
+#[test]
+fn a_spawn_from_outside_wakes_a_deaf_sleeper() {
+    // Both workers asleep deaf, their timers never firing: a fenced publisher (the injector,
+    // `notify_one`) still counts them and wakes one, or the job would never run.
+    run_model_deaf(
+        || Rt::new(1, no_more),
+        |rt| {
+            rt.injector.push(0);
+            rt.notify_one(0);
+        },
+        [true, true],
     );
 }

@@ -5,6 +5,7 @@
 //! functions under loom (through `crate::sync`), with model queues in place of the deques.
 
 use crate::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// States of a worker's sleep word.
 pub const AWAKE: u32 = 0;
@@ -39,6 +40,9 @@ pub enum Slept<J> {
     Found(J),
     /// It slept and was woken (or found nothing and was told to look again).
     Woke,
+    /// It slept deaf to local pushes (see [`SleepWord::sleep`]) and its time ran out before
+    /// anyone woke it.
+    Expired,
     /// Nothing found and the runtime may stop: leave the loop.
     Exit,
 }
@@ -146,31 +150,76 @@ impl SleepWord {
     /// queues, in `last_search`); a publisher does store (its push) → SeqCst fence → load
     /// (`sleepers`, then this word). Of two such sequences at least one sees the other's store:
     /// the last search finds the work, or the publisher finds the sleeper and wakes it.
+    ///
+    /// With `deaf_for`, the owner sleeps *deaf to local pushes*: it is counted among the
+    /// sleepers (every fenced publisher still wakes it) but not among those a push onto a
+    /// worker's own deque wakes ([`SleeperCount::any_after_local_push`]), and it wakes by itself
+    /// after that long ([`Slept::Expired`]) to search again. A local push it did not hear costs
+    /// at most that delay in parallelism, never progress (its pusher drains its own deque
+    /// before it idles). A worker sleeps deaf after repeated wake-ups that found nothing to
+    /// take (a spawner whose threads its joiner runs inline, `worker.rs`).
     #[inline]
     pub fn sleep<J>(
         &self,
         sleepers: &SleeperCount,
+        deaf_for: Option<Duration>,
         last_search: impl FnOnce() -> Option<J>,
         may_exit: impl FnOnce() -> bool,
         on_sleep: impl FnOnce(),
     ) -> Slept<J> {
         self.state.store(SLEEPING, Ordering::SeqCst);
         sleepers.count.fetch_add(1, Ordering::SeqCst);
+        if deaf_for.is_none() {
+            sleepers.hearing.fetch_add(1, Ordering::SeqCst);
+        }
         fence(Ordering::SeqCst);
         let found = last_search();
         let exit = found.is_none() && may_exit();
         if found.is_none() && !exit {
             on_sleep();
-            while self.state.load(Ordering::Acquire) == SLEEPING {
-                self.futex_wait(SLEEPING);
+            match deaf_for {
+                None => {
+                    while self.state.load(Ordering::Acquire) == SLEEPING {
+                        self.futex_wait(SLEEPING);
+                    }
+                }
+                Some(d) => self.futex_wait_while_sleeping_for(d),
             }
         }
-        self.state.store(AWAKE, Ordering::SeqCst);
+        // A publisher that moved the word on (NOTIFIED) woke us; else a deaf sleep ran out.
+        let woken = self.state.swap(AWAKE, Ordering::SeqCst) != SLEEPING;
         sleepers.count.fetch_sub(1, Ordering::SeqCst);
+        if deaf_for.is_none() {
+            sleepers.hearing.fetch_sub(1, Ordering::SeqCst);
+        }
         match found {
             Some(j) => Slept::Found(j),
             None if exit => Slept::Exit,
-            None => Slept::Woke,
+            None if woken || deaf_for.is_none() => Slept::Woke,
+            None => Slept::Expired,
+        }
+    }
+
+    /// Waits on the futex while the word reads `SLEEPING`, for at most `d`.
+    #[cfg(not(loom))]
+    fn futex_wait_while_sleeping_for(&self, d: Duration) {
+        let deadline = std::time::Instant::now() + d;
+        while self.state.load(Ordering::Acquire) == SLEEPING {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return;
+            }
+            crate::sys::futex_wait_for(&self.state, SLEEPING, deadline - now);
+        }
+    }
+
+    /// Under loom a deaf sleep never runs out (the latest its timer may fire): the models then
+    /// show that no work depends on the timer, only on the fenced publishers' wake-ups and on
+    /// pushers draining their own deques. (Running out early only adds a search.)
+    #[cfg(loom)]
+    fn futex_wait_while_sleeping_for(&self, _d: Duration) {
+        while self.state.load(Ordering::Acquire) == SLEEPING {
+            self.futex_wait(SLEEPING);
         }
     }
 
@@ -199,9 +248,11 @@ impl SleepWord {
     }
 }
 
-/// How many workers are announced asleep (see [`SleepWord::sleep`]).
+/// How many workers are announced asleep (see [`SleepWord::sleep`]), and how many of them a
+/// local push wakes (those not sleeping deaf).
 pub struct SleeperCount {
     count: AtomicUsize,
+    hearing: AtomicUsize,
 }
 
 impl Default for SleeperCount {
@@ -215,6 +266,7 @@ impl SleeperCount {
     pub fn new() -> SleeperCount {
         SleeperCount {
             count: AtomicUsize::new(0),
+            hearing: AtomicUsize::new(0),
         }
     }
 
@@ -233,10 +285,11 @@ impl SleeperCount {
 
     /// Publisher side, after a push to the calling worker's *own* start deque: no fence (the
     /// pusher drains its own deque before it goes idle, so the push cannot be lost; a missed
-    /// sleeper costs parallelism only). Whether anyone may sleep.
+    /// sleeper costs parallelism only). Whether anyone may sleep who is not deaf to local
+    /// pushes.
     #[inline]
     pub fn any_after_local_push(&self) -> bool {
-        self.count.load(Ordering::SeqCst) != 0
+        self.hearing.load(Ordering::SeqCst) != 0
     }
 }
 
