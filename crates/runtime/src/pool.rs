@@ -184,10 +184,14 @@ pub(crate) unsafe fn recycle_on(task: Arc<Task>, w: *const WorkerLocal) {
             release_spare(&task);
             return;
         }
+        // `Task::init` relies on these being `None` in a pooled block.
         *task.waiter.get() = None;
         *task.name.get() = None;
         *task.scope.get() = None;
         *task.locals.get() = None;
+        if (*task.hints.get()).is_some() {
+            *task.hints.get() = None;
+        }
         (*w).put_task(task);
     }
 }

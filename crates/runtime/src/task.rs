@@ -412,7 +412,9 @@ impl Task {
     ///
     /// # Safety
     /// The caller must be the only holder of the block (a fresh `Arc`, or one taken from a pool,
-    /// which holds only blocks whose strong count was 1 and that never had a `Weak`).
+    /// which holds only blocks whose strong count was 1 and that never had a `Weak`). Its waiter,
+    /// scope, name and hints are `None` (a fresh block, or one `pool::recycle` cleared), so they
+    /// are written without dropping the old values.
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn init<F, T>(
         &self,
@@ -437,18 +439,19 @@ impl Task {
         // only afterwards, through a queue push (Release) or a thread spawn.
         unsafe {
             *self.shared.get() = shared;
-            *self.waiter.get() = None;
+            debug_assert!((*self.waiter.get()).is_none());
             debug_assert!((*self.co.get()).is_none());
             *self.yielder.get() = ptr::null();
             *self.vtable.get() = &VtableFor::<F, T>::VTABLE;
-            *self.scope.get() = scope;
-            *self.name.get() = name;
+            debug_assert!((*self.scope.get()).is_none() && (*self.name.get()).is_none());
+            ptr::write(self.scope.get(), scope);
+            ptr::write(self.name.get(), name);
             *self.stack_size.get() = stack_size;
             *self.panicked.get() = false;
             if let Some(a) = (*self.affinity.get()).as_deref_mut() {
                 *a = ThreadAffinity::new();
             }
-            *self.hints.get() = None;
+            debug_assert!((*self.hints.get()).is_none());
             self.bound.store(false, Ordering::Relaxed);
             self.lock_wait_ns.store(0, Ordering::Relaxed);
             self.shuffle_home.store(usize::MAX, Ordering::Relaxed);
