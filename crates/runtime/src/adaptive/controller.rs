@@ -482,3 +482,7 @@ mod tests;
 #[cfg(test)]
 #[path = "research_tests.rs"]
 mod research_tests;
+
+#[cfg(test)]
+#[path = "search_model_tests.rs"]
+mod search_model_tests;
