@@ -59,6 +59,7 @@
 //!   just before (by more than [`Thresholds::throughput_gain`]), the cap is lifted and no new one
 //!   is set until the machine is seen free (or the phase changes).
 
+use super::measured::Measured;
 use super::rules::{close_call, full_step, terminate};
 use super::sharing::sharing_cap;
 use super::watch::Watch;
@@ -75,9 +76,14 @@ enum Mode {
     Climb { best: Option<Sample> },
     /// A re-search: `t` is `T_step` fewer than `upper`, the profile of the best so far.
     Fewer { upper: Sample },
-    /// A close call between `best` and `tried` (more workers): `t` is `best.active`, measured
+    /// A close call between the best (`t`) and `tried` (more workers): the best is measured
     /// again so that the comparison is best–tried–best (a drifting load cancels out).
-    Recheck { best: Sample, tried: Sample },
+    Recheck { tried: Sample },
+    /// The climb stopped at `best` (for `why`) on a large range: `t` lies between it and a
+    /// measured neighbour.
+    Refine { best: Sample, why: Reason },
+    /// The search would end at `best` (for `why`), but `t` measured better: measured again.
+    Rival { best: Sample, why: Reason },
 }
 
 // One per controller, replaced a few times a second: the size difference between the variants
@@ -128,6 +134,12 @@ pub struct Controller {
     confirm: u32,
     /// The settled count a running re-search started from.
     research_from: Option<usize>,
+    /// What this search measured (where the program reports progress) and the noise.
+    measured: Measured,
+    /// Counts tried between the best and its neighbours in this search.
+    refined: u32,
+    /// Whether this search measured a rival of its best again.
+    rival_checked: bool,
 }
 
 impl Controller {
@@ -151,6 +163,9 @@ impl Controller {
             slower_when_shared: None,
             confirm: th.phase_confirm,
             research_from: None,
+            measured: Measured::default(),
+            refined: 0,
+            rival_checked: false,
         }
     }
 
@@ -206,7 +221,7 @@ impl Controller {
                     return None;
                 }
                 acc.add(s, shared);
-                if acc.n < self.th.measure {
+                if acc.n < self.th.measure || self.measure_longer() {
                     return None;
                 }
                 self.measured()
@@ -230,12 +245,16 @@ impl Controller {
         self.slower_when_shared = None;
         self.watch = None;
         self.research_from = Some(now.active);
+        self.new_search();
+        let mut shifted = Acc::default();
+        shifted.add(&now, false);
+        self.measured.add(now.active, &shifted);
         let l = self.limits;
         let (t, mode) = if now.active > l.min {
             let t = now.active.saturating_sub(l.step).max(l.min);
             (t, Mode::Fewer { upper: now })
         } else if now.active < l.max {
-            let t = (now.active + l.step).min(l.max);
+            let t = l.next_try(now.active, false);
             (t, Mode::Climb { best: Some(now) })
         } else {
             // min == max: nothing to search.
@@ -289,25 +308,90 @@ impl Controller {
         }
     }
 
-    /// A configuration's measurement is complete: Algorithm 1's Terminate / ComputeNextT, or
-    /// the re-search's step down.
+    /// Counts a search may try between its best and the neighbours: `log2` of the range
+    /// (bisecting the gaps the doubling climb left), at most [`Thresholds::refine_probes`].
+    fn refine_probes(&self) -> u32 {
+        let range = self.limits.max - self.limits.min + 1;
+        (usize::BITS - range.leading_zeros()).saturating_sub(2).min(self.th.refine_probes)
+    }
+
+    /// Starts a new search's records.
+    fn new_search(&mut self) {
+        self.measured.new_search();
+        self.refined = 0;
+        self.rival_checked = false;
+    }
+
+    /// The profile of everything measured at `t` workers in this search (`fallback` where
+    /// nothing was).
+    fn profile(&self, t: usize, fallback: Sample) -> Sample {
+        let a = self.measured.at(t, None);
+        if a.n == 0 {
+            fallback
+        } else {
+            a.profile(t)
+        }
+    }
+
+    /// Whether the measurement in progress should go on (where the program reports progress):
+    /// its comparison is too close to call within the measured noise and it is shorter than
+    /// [`Thresholds::measure_most`].
+    fn measure_longer(&self) -> bool {
+        let Phase::Measuring { t, mode, acc, .. } = &self.phase else {
+            return false;
+        };
+        if acc.n >= self.th.measure_most {
+            return false;
+        }
+        let other = match mode {
+            // The first measurement of a try is judged as it is (a close call, by the band or
+            // the noise, is measured best–tried–best: a drifting load cancels out).
+            Mode::Climb { .. } => return false,
+            Mode::Fewer { upper } => upper.active,
+            Mode::Recheck { tried } => tried.active,
+            Mode::Refine { best, .. } | Mode::Rival { best, .. } => best.active,
+        };
+        let (this, that) = (self.measured.at(*t, Some(acc)), self.measured.at(other, None));
+        let (fewer, more) = if *t < other {
+            (this, that)
+        } else {
+            (that, this)
+        };
+        self.measured
+            .too_close(&self.th, &fewer, &more, Some(acc), 0.0)
+    }
+
+    /// Whether `tried` (more workers than `best`, just measured) gained within the
+    /// measured noise of [`Thresholds::throughput_gain`].
+    fn within_noise(&self, best: &Sample, tried: &Sample) -> bool {
+        let (b, t) = (
+            self.measured.at(best.active, None),
+            self.measured.at(tried.active, None),
+        );
+        self.measured.too_close(&self.th, &b, &t, None, 0.0)
+    }
+
+    /// A configuration's measurement is complete: Algorithm 1's Terminate / ComputeNextT, the
+    /// re-search's step down, or the checks at the end of a search.
     fn measured(&mut self) -> Option<Decision> {
         let Phase::Measuring { t, mode, acc, .. } = self.phase else {
             return None;
         };
-        let tried = acc.profile(t);
+        self.measured.add(t, &acc);
+        let tried = self.profile(t, acc.profile(t));
         let l = self.limits;
         match mode {
             Mode::Climb { best: None } => {
                 // The first run (T_min): its profile is the first best.
                 if t >= l.max {
-                    return self.settle(tried, Reason::ReachedMax);
+                    return self.conclude(tried, Reason::ReachedMax, false);
                 }
                 self.try_next(tried, tried, t)
             }
             Mode::Climb { best: Some(best) } => {
-                if close_call(&self.th, &best, &tried) {
-                    self.phase = self.measuring(best.active, Mode::Recheck { best, tried });
+                let best = self.profile(best.active, best);
+                if close_call(&self.th, &best, &tried) || self.within_noise(&best, &tried) {
+                    self.phase = self.measuring(best.active, Mode::Recheck { tried });
                     return Some(Decision {
                         active: self.active(),
                         reason: Reason::Recheck,
@@ -315,14 +399,13 @@ impl Controller {
                 }
                 self.climbed(best, tried, acc.mostly_shared())
             }
-            Mode::Recheck { best, tried } => {
-                // The best's two measurements, averaged (each weighs as one interval).
-                let mut both = Acc::default();
-                both.add(&best, false);
-                both.add(&acc.profile(t), false);
-                self.climbed(both.profile(t), tried, acc.mostly_shared())
+            Mode::Recheck { tried } => {
+                // The best's two measurements, merged.
+                let tried = self.profile(tried.active, tried);
+                self.climbed(self.profile(t, tried), tried, acc.mostly_shared())
             }
             Mode::Fewer { upper } => {
+                let upper = self.profile(upper.active, upper);
                 if let Some(reason) = terminate(&self.th, &l, &tried, &upper) {
                     // The count above did no better: the fewer are kept, and fewer still tried.
                     if t > l.min {
@@ -333,27 +416,122 @@ impl Controller {
                             reason: Reason::TryFewer,
                         });
                     }
-                    return self.settle(tried, reason);
+                    return self.conclude(tried, reason, false);
                 }
                 // The fewer did less: back to the count above, then Algorithm 1 from there.
                 self.note_slower(&tried, acc.mostly_shared());
                 if upper.active >= l.max {
-                    return self.settle(upper, Reason::FewerWereSlower);
+                    return self.conclude(upper, Reason::FewerWereSlower, false);
                 }
                 self.try_next(upper, upper, upper.active)
             }
+            Mode::Refine { best, why } => {
+                let (best, why) = self.better_of(best, tried, why, true);
+                self.conclude(best, why, true)
+            }
+            Mode::Rival { best, why } => {
+                let (best, why) = self.better_of(best, tried, why, false);
+                self.settle(best, why)
+            }
         }
+    }
+
+    /// The better of `best` and `other` by their throughput measured in this search (the one
+    /// with more workers must gain [`Thresholds::throughput_gain`]), with the reason to keep it:
+    /// `why` for `best`, [`Reason::BestMeasured`] for `other`.
+    fn better_of(
+        &self,
+        best: Sample,
+        other: Sample,
+        why: Reason,
+        incumbent: bool,
+    ) -> (Sample, Reason) {
+        let best = self.profile(best.active, best);
+        let (fewer, more) = if other.active < best.active {
+            (other, best)
+        } else {
+            (best, other)
+        };
+        let (f, m) = (
+            self.measured.at(fewer.active, None),
+            self.measured.at(more.active, None),
+        );
+        let winner = match Measured::gain(&f, &m) {
+            // A probe with fewer workers replaces the best only where it did as much: a
+            // chain of probes, each a little worse than the last, would drift away.
+            Some(g) if incumbent && other.active < best.active => {
+                if g <= 0.0 { fewer } else { more }
+            }
+            Some(g) if g >= self.th.throughput_gain => more,
+            Some(_) => fewer,
+            None => best,
+        };
+        if winner.active == best.active {
+            (best, why)
+        } else {
+            (winner, Reason::BestMeasured)
+        }
+    }
+
+    /// The search would end at `best` (for `why`). Where the program reports progress: on a
+    /// large range after the climb stopped (`refine`), first try counts between `best` and its
+    /// measured neighbours; then, if a count measured in this search did better than `best`,
+    /// measure it again and keep the better (once per search). Else settle.
+    fn conclude(&mut self, best: Sample, why: Reason, refine: bool) -> Option<Decision> {
+        if self.measured.at(best.active, None).throughput().is_some() {
+            if refine && self.limits.large() && self.refined < self.refine_probes() {
+                if let Some(t) = self.between(best.active) {
+                    self.refined += 1;
+                    self.phase = self.measuring(t, Mode::Refine { best, why });
+                    return Some(Decision {
+                        active: self.active(),
+                        reason: Reason::Refine,
+                    });
+                }
+            }
+            if !self.rival_checked {
+                if let Some(t) = self.measured.rival(&self.th, best.active) {
+                    self.rival_checked = true;
+                    self.phase = self.measuring(t, Mode::Rival { best, why });
+                    return Some(Decision {
+                        active: self.active(),
+                        reason: Reason::Rival,
+                    });
+                }
+            }
+        }
+        self.settle(best, why)
+    }
+
+    /// The next count to try between `best` and a measured neighbour: halfway into the wider
+    /// gap (a golden-section search's rule: the bracket around the best shrinks fastest), on
+    /// a tie towards the neighbour that did more; `None` where no unmeasured count lies next
+    /// to `best`.
+    fn between(&self, best: usize) -> Option<usize> {
+        let thr = |t: usize| self.measured.at(t, None).throughput().unwrap_or(0.0);
+        let (below, above) = self.measured.neighbours(best);
+        let left = below.map_or(0, |n| best - n);
+        let right = above.map_or(0, |n| n - best);
+        if left.max(right) < 2 {
+            return None;
+        }
+        let go_left = left > right || (left == right && below.map(thr) > above.map(thr));
+        Some(if go_left {
+            best - left / 2
+        } else {
+            best + right / 2
+        })
     }
 
     /// Algorithm 1's judgement of `tried` (more workers) against `best`: settle at `best`, or
     /// accept `tried` and stop at `max` or go on.
     fn climbed(&mut self, best: Sample, tried: Sample, shared: bool) -> Option<Decision> {
         if let Some(reason) = terminate(&self.th, &self.limits, &best, &tried) {
-            return self.settle(best, reason);
+            return self.conclude(best, reason, true);
         }
         self.note_slower(&best, shared);
         if tried.active >= self.limits.max {
-            return self.settle(tried, Reason::ReachedMax);
+            return self.conclude(tried, Reason::ReachedMax, false);
         }
         self.try_next(best, tried, tried.active)
     }
@@ -361,12 +539,7 @@ impl Controller {
     /// Accepts `tried` as the best and moves on by `T_step` or `T_step / 2`.
     fn try_next(&mut self, prev: Sample, tried: Sample, t: usize) -> Option<Decision> {
         let half = !full_step(&self.th, &self.limits, &prev, &tried);
-        let dt = if half {
-            (self.limits.step / 2).max(1)
-        } else {
-            self.limits.step
-        };
-        let next = (t + dt).min(self.limits.max);
+        let next = self.limits.next_try(t, half);
         let best = Some(tried);
         self.phase = self.measuring(next, Mode::Climb { best });
         Some(Decision {

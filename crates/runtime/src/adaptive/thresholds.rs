@@ -71,6 +71,16 @@ pub struct Thresholds {
     pub settle: u32,
     /// Intervals averaged into a configuration's profile.
     pub measure: u32,
+    /// Where the program reports progress: a measurement whose comparison is too close to call
+    /// (see "Noise") goes on, one interval at a time, up to this many intervals.
+    pub measure_most: u32,
+    /// On a large range ([`Limits::large`]), where the program reports progress: counts tried
+    /// between the best and its measured neighbours after the climb stopped (see "Large
+    /// ranges").
+    pub refine_probes: u32,
+    /// A gap between the best and a measured neighbour is refined only where that neighbour
+    /// did at least this share less than the best (else the curve is flat there).
+    pub refine_below: f64,
     /// Intervals in a row the machine must look shared (or free) before the cap moves.
     pub sharing_confirm: u32,
     /// An interval with less CPU use than this (CPUs' worth) is idle: the program waits for
@@ -104,6 +114,9 @@ impl Default for Thresholds {
             phase_baseline: 4,
             settle: 1,
             measure: 2,
+            measure_most: 4,
+            refine_probes: 6,
+            refine_below: 0.0,
             sharing_confirm: 2,
             idle_cpu: 0.1,
         }
@@ -123,7 +136,39 @@ pub struct Limits {
     pub step: usize,
 }
 
+/// `T_step` from which a range counts as large ([`Limits::large`]): 12 workers or more.
+pub const LARGE_STEP: usize = 4;
+
 impl Limits {
+    /// Whether the range is large (`T_step ≥ LARGE_STEP`, 12 workers or more): the climb
+    /// then at most doubles the count above `min − 1` at each try (1, 2, 4, 8, ... on
+    /// `1..=16`, until the doubling exceeds `T_step`), and the best is refined between its
+    /// measured neighbours (see [`Thresholds`]' docs, "Large ranges"). Smaller ranges climb by
+    /// Algorithm 1's steps alone, as before.
+    ///
+    /// ```
+    /// use footprint_runtime::adaptive_model::Limits;
+    /// assert!(!Limits::new(1, 2, 2).large());
+    /// assert!(Limits::new(1, 16, 16).large());
+    /// ```
+    pub fn large(&self) -> bool {
+        self.step >= LARGE_STEP
+    }
+
+    /// The next count to try from `t`: `t + T_step`, or `t + T_step / 2` (at least 1) when
+    /// `half`; on a large range at most `2t − min + 1` (doubling); never above `max`.
+    pub fn next_try(&self, t: usize, half: bool) -> usize {
+        let mut dt = if half {
+            (self.step / 2).max(1)
+        } else {
+            self.step
+        };
+        if self.large() {
+            dt = dt.min(t + 1 - self.min.min(t));
+        }
+        (t + dt).min(self.max)
+    }
+
     /// Limits for `min..=max` on `cores` cores with 003's proportion of `T_step` (8 of 24
     /// cores): a third of the range, at least 1.
     pub fn new(min: usize, max: usize, cores: usize) -> Limits {
