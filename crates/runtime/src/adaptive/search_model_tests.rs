@@ -329,3 +329,57 @@ fn on_1_to_2_noiseless_searches_decide_as_before() {
     assert_eq!(path(Curve::LockBound { a: 0.02 }), vec![1, 2, 1]);
     assert_eq!(path(Curve::Saturating { k: 1 }), vec![1, 2, 1]);
 }
+
+#[test]
+fn a_settled_search_stays_settled_under_noise() {
+    // 60 s more of the same program at ±8 % after each search on 1..=16: noise is no phase
+    // change.
+    for curve in grid(16) {
+        for seed in 0..5 {
+            let mut c = Controller::new(Limits::new(1, 16, 16), Thresholds::default());
+            let mut noise = Noise(seed);
+            let run = |c: &mut Controller, noise: &mut Noise, n: usize| {
+                (0..n)
+                    .filter_map(|_| c.observe(&curve.sample(c.active(), 16, noise.next(0.08))))
+                    .collect::<Vec<_>>()
+            };
+            run(&mut c, &mut noise, interval_bound(16));
+            assert!(c.settled(), "{curve:?}");
+            let ds = run(&mut c, &mut noise, 600);
+            assert!(ds.is_empty(), "{curve:?} seed {seed}: {ds:?}");
+        }
+    }
+}
+
+#[test]
+fn a_phase_change_on_16_cpus_finds_the_new_best() {
+    // Lock-bound, then compute-bound, then lock-bound again, then peaked at 6, ±5 % every
+    // interval, each phase in its own units per second: each phase change is seen and its
+    // re-search ends within 0.95 of the new curve's best, within the time bound.
+    let phases = [
+        (Curve::LockBound { a: 0.02 }, 1.0),
+        (Curve::Compute, 3.0),
+        (Curve::LockBound { a: 0.02 }, 0.5),
+        (Curve::Peaked { k: 6.0 }, 4.0),
+    ];
+    for seed in 0..20 {
+        let mut c = Controller::new(Limits::new(1, 16, 16), Thresholds::default());
+        let mut noise = Noise(seed);
+        for (i, &(curve, units)) in phases.iter().enumerate() {
+            // One interval; the decision and whether the search is over.
+            let mut step = || {
+                let mut s = curve.sample(c.active(), 16, noise.next(0.05));
+                s.throughput = s.throughput.map(|x| x * units);
+                (c.observe(&s), c.settled())
+            };
+            if i > 0 {
+                let seen = (0..50).any(|_| step().0.is_some_and(|d| d.reason == Reason::PhaseChange));
+                assert!(seen, "phase {i} {curve:?} seed {seed}: no phase change");
+            }
+            let settled = (0..interval_bound(16)).any(|_| step().1);
+            assert!(settled, "phase {i} {curve:?} seed {seed}: unsettled");
+            let q = curve.throughput(c.active(), 16) / curve.best(1, 16);
+            assert!(q >= GOOD, "phase {i} {curve:?} seed {seed}: {} does {q:.3}", c.active());
+        }
+    }
+}
