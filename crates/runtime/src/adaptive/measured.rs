@@ -97,19 +97,19 @@ impl Measured {
     }
 
     /// Whether the comparison of `more` with `fewer` is too close to call yet: the gain is within
-    /// the noise margin of [`Thresholds::throughput_gain`] (or within `band` of it).
+    /// the noise margin of [`Thresholds::throughput_gain`] (`current`: a measurement in
+    /// progress, not yet added, whose spread counts too).
     pub(crate) fn too_close(
         &self,
         th: &Thresholds,
         fewer: &Acc,
         more: &Acc,
         current: Option<&Acc>,
-        band: f64,
     ) -> bool {
         let Some(g) = Self::gain(fewer, more) else {
             return false;
         };
-        (g - th.throughput_gain).abs() < band.max(self.margin(fewer, more, current))
+        (g - th.throughput_gain).abs() < self.margin(fewer, more, current)
     }
 
     /// Whether `more` did better than `fewer` by [`Thresholds::throughput_gain`] (Algorithm 1's
@@ -171,7 +171,7 @@ mod tests {
         m.add(1, &one);
         m.add(2, &two);
         let th = Thresholds::default();
-        assert!(!m.too_close(&th, &one, &two, None, 0.0));
+        assert!(!m.too_close(&th, &one, &two, None));
         assert_eq!(Measured::more_wins(&th, &one, &two), Some(true));
         assert_eq!(m.rival(&th, 1), Some(2));
         assert_eq!(m.rival(&th, 2), None);
@@ -186,13 +186,13 @@ mod tests {
         let two = measured(&[1080.0, 1320.0]);
         m.add(1, &one);
         m.add(2, &two);
-        assert!(m.too_close(&th, &one, &two, None, 0.0));
+        assert!(m.too_close(&th, &one, &two, None));
         // Measured 8 times as long, the same spread and means: the gap is real.
         let long = |a: f64, b: f64| measured(&[a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b]);
         let (one, two) = (long(900.0, 1100.0), long(1080.0, 1320.0));
         m.add(1, &one);
         m.add(2, &two);
-        assert!(!m.too_close(&th, &one, &two, None, 0.0));
+        assert!(!m.too_close(&th, &one, &two, None));
     }
 
     #[test]

@@ -83,7 +83,9 @@ impl Acc {
 
     /// The mean throughput of the intervals added, if every one reported progress.
     pub(crate) fn throughput(&self) -> Option<f64> {
-        (self.n > 0).then_some(self.thr?).map(|t| t / f64::from(self.n))
+        (self.n > 0)
+            .then_some(self.thr?)
+            .map(|t| t / f64::from(self.n))
     }
 
     /// The squared relative deviations of the intervals' throughput from their mean, summed

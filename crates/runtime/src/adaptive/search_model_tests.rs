@@ -204,7 +204,9 @@ fn check(
     let run = search(curve, min, max, amp, seed);
     let best = curve.best(min, max);
     let Some(at) = run.settled else {
-        return Err(format!("{curve:?} {min}..={max} ±{amp:.2}: never settled: {run:?}"));
+        return Err(format!(
+            "{curve:?} {min}..={max} ±{amp:.2}: never settled: {run:?}"
+        ));
     };
     let got = curve.throughput(at, max);
     if got < good * best {
@@ -255,7 +257,11 @@ fn the_16_cpu_lock_bound_case_settles_near_1() {
         let curve = Curve::LockBound { a };
         failed.extend((0..100).filter_map(|seed| check(curve, (1, 16), 0.10, seed, GOOD).err()));
     }
-    assert!(failed.is_empty(), "{} of 400 failed: {failed:#?}", failed.len());
+    assert!(
+        failed.is_empty(),
+        "{} of 400 failed: {failed:#?}",
+        failed.len()
+    );
 }
 
 proptest! {
@@ -373,13 +379,18 @@ fn a_phase_change_on_16_cpus_finds_the_new_best() {
                 (c.observe(&s), c.settled())
             };
             if i > 0 {
-                let seen = (0..50).any(|_| step().0.is_some_and(|d| d.reason == Reason::PhaseChange));
+                let seen =
+                    (0..50).any(|_| step().0.is_some_and(|d| d.reason == Reason::PhaseChange));
                 assert!(seen, "phase {i} {curve:?} seed {seed}: no phase change");
             }
             let settled = (0..interval_bound(16)).any(|_| step().1);
             assert!(settled, "phase {i} {curve:?} seed {seed}: unsettled");
             let q = curve.throughput(c.active(), 16) / curve.best(1, 16);
-            assert!(q >= GOOD, "phase {i} {curve:?} seed {seed}: {} does {q:.3}", c.active());
+            assert!(
+                q >= GOOD,
+                "phase {i} {curve:?} seed {seed}: {} does {q:.3}",
+                c.active()
+            );
         }
     }
 }
