@@ -163,6 +163,8 @@ struct Run {
     intervals: usize,
     /// The counts it ran, in order (one entry per change).
     path: Vec<usize>,
+    /// Its decisions.
+    decisions: Vec<Decision>,
 }
 
 /// Runs a search on `min..=max` (as many cores) on `curve` with per-interval noise `±amp`.
@@ -170,18 +172,21 @@ fn search(curve: Curve, min: usize, max: usize, amp: f64, seed: u64) -> Run {
     let mut c = Controller::new(Limits::new(min, max, max), Thresholds::default());
     let mut noise = Noise(seed);
     let mut path = vec![c.start().active];
+    let mut decisions = Vec::new();
     for i in 1..=400 {
         let t = c.active();
         if let Some(d) = c.observe(&curve.sample(t, max, noise.next(amp))) {
             if path.last() != Some(&d.active) {
                 path.push(d.active);
             }
+            decisions.push(d);
         }
         if c.settled() {
             return Run {
                 settled: Some(c.active()),
                 intervals: i,
                 path,
+                decisions,
             };
         }
     }
@@ -189,6 +194,7 @@ fn search(curve: Curve, min: usize, max: usize, amp: f64, seed: u64) -> Run {
         settled: None,
         intervals: 400,
         path,
+        decisions,
     }
 }
 
@@ -253,15 +259,24 @@ fn the_16_cpu_lock_bound_case_settles_near_1() {
     // The lent machine's case: 6 workers do 0.9 to 0.98 of 1 worker's work, every interval
     // ±10 %. Many seeds: a search that climbs on lucky intervals is caught.
     let mut failed = Vec::new();
+    let mut rivals = 0;
     for a in [1.0 / 45.0, 0.015, 0.01, 0.005] {
         let curve = Curve::LockBound { a };
         failed.extend((0..100).filter_map(|seed| check(curve, (1, 16), 0.10, seed, GOOD).err()));
+        rivals += (0..100)
+            .filter(|&seed| {
+                let run = search(curve, 1, 16, 0.10, seed);
+                run.decisions.iter().any(|d| d.reason == Reason::Rival)
+            })
+            .count();
     }
     assert!(
         failed.is_empty(),
         "{} of 400 failed: {failed:#?}",
         failed.len()
     );
+    // Some searches climbed on lucky intervals and were brought back by the rival check.
+    assert!(rivals > 0, "the rival check never ran");
 }
 
 proptest! {
@@ -334,6 +349,70 @@ fn on_1_to_2_noiseless_searches_decide_as_before() {
     assert_eq!(path(Curve::Compute), vec![1, 2]);
     assert_eq!(path(Curve::LockBound { a: 0.02 }), vec![1, 2, 1]);
     assert_eq!(path(Curve::Saturating { k: 1 }), vec![1, 2, 1]);
+}
+
+/// The decisions of a noiseless search on `1..=16` of a program doing `thr(t)` units/s.
+fn decisions_16(thr: fn(usize) -> f64) -> Vec<(usize, Reason)> {
+    let mut c = Controller::new(Limits::new(1, 16, 16), Thresholds::default());
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        let t = c.active();
+        let s = Sample {
+            throughput: Some(thr(t)),
+            ..Curve::Compute.sample(t, 16, 0.0)
+        };
+        out.extend(c.observe(&s).map(|d| (d.active, d.reason)));
+        if c.settled() {
+            return out;
+        }
+    }
+    panic!("unsettled: {out:?}");
+}
+
+#[test]
+fn a_large_range_climbs_by_doubling_up_to_t_step() {
+    // T_step on 1..=16 is 5: 1, 2, 4, 8, then 5 at a time.
+    let full = Reason::Try { half: false };
+    assert_eq!(
+        decisions_16(|t| 1000.0 * t as f64),
+        vec![
+            (2, full),
+            (4, full),
+            (8, full),
+            (13, full),
+            (16, full),
+            (16, Reason::ReachedMax)
+        ]
+    );
+}
+
+#[test]
+fn a_peak_between_the_tries_is_found_by_refining() {
+    // Best at 6 workers; the doubling climb tries 4 and 8, and stops at 13.
+    let peaked = |t: usize| {
+        let t = t as f64;
+        if t <= 6.0 {
+            1000.0 * t
+        } else {
+            6000.0 - 500.0 * (t - 6.0)
+        }
+    };
+    let full = Reason::Try { half: false };
+    assert_eq!(
+        decisions_16(peaked),
+        vec![
+            (2, full),
+            (4, full),
+            (8, full),
+            (13, full),
+            // 13 did less than 8: halfway into the wider gap (8..13), then (4..8).
+            (10, Reason::Refine),
+            (6, Reason::Refine),
+            // Between 6 and its neighbours 4 and 8 (a tie): towards the one that did more.
+            (7, Reason::Refine),
+            (6, Reason::BestMeasured),
+        ]
+    );
 }
 
 #[test]
