@@ -26,6 +26,15 @@
 //! the mean of its two measurements: best–tried–best, so a load that drifts during the search
 //! cancels out (reason `Recheck`).
 //!
+//! **Fourth round: large ranges and noise** (the rules in [`Thresholds`]' docs, "Noise" and
+//! "Large ranges"; `search_end.rs`, `measured.rs`). Where the program reports progress, a
+//! comparison within the measured noise of the threshold is measured longer (and
+//! best–tried–best); on a large range (`T_step ≥ 4`) the climb at most doubles the count, and
+//! after it stops the counts between the best and its measured neighbours are tried
+//! (reason `Refine`); before settling, a count this search measured doing better than the
+//! chosen one is measured again and the better kept (`Rival`, `BestMeasured`). Noiseless
+//! profiles on ranges below 12 workers get Algorithm 1's decisions as before.
+//!
 //! Unlike 003 (which reran the program for each try), this runs online and keeps watching after
 //! the search (`watch.rs`; the rule and its numbers are in [`Thresholds`]' docs): when the
 //! settled intervals move away from their own running mean by more than a floor and

@@ -5,7 +5,8 @@
 pub enum Reason {
     /// The search starts (at `min`).
     Start,
-    /// The search tries more workers: `T_step` (`half == false`) or `T_step / 2` more.
+    /// The search tries more workers: `T_step` (`half == false`) or `T_step / 2` more (on a
+    /// large range at most as many as are active above `min − 1`: doubling).
     Try {
         /// Whether the smaller step was taken.
         half: bool,
