@@ -26,6 +26,15 @@
 //! the mean of its two measurements: best–tried–best, so a load that drifts during the search
 //! cancels out (reason `Recheck`).
 //!
+//! **Fourth round: large ranges and noise** (the rules in [`Thresholds`]' docs, "Noise" and
+//! "Large ranges"; `search_end.rs`, `measured.rs`). Where the program reports progress, a
+//! comparison within the measured noise of the threshold is measured longer (and
+//! best–tried–best); on a large range (`T_step ≥ 4`) the climb at most doubles the count, and
+//! after it stops the counts between the best and its measured neighbours are tried
+//! (reason `Refine`); before settling, a count this search measured doing better than the
+//! chosen one is measured again and the better kept (`Rival`, `BestMeasured`). Noiseless
+//! profiles on ranges below 12 workers get Algorithm 1's decisions as before.
+//!
 //! Unlike 003 (which reran the program for each try), this runs online and keeps watching after
 //! the search (`watch.rs`; the rule and its numbers are in [`Thresholds`]' docs): when the
 //! settled intervals move away from their own running mean by more than a floor and
@@ -59,6 +68,7 @@
 //!   just before (by more than [`Thresholds::throughput_gain`]), the cap is lifted and no new one
 //!   is set until the machine is seen free (or the phase changes).
 
+use super::measured::Measured;
 use super::rules::{close_call, full_step, terminate};
 use super::sharing::sharing_cap;
 use super::watch::Watch;
@@ -75,9 +85,14 @@ enum Mode {
     Climb { best: Option<Sample> },
     /// A re-search: `t` is `T_step` fewer than `upper`, the profile of the best so far.
     Fewer { upper: Sample },
-    /// A close call between `best` and `tried` (more workers): `t` is `best.active`, measured
+    /// A close call between the best (`t`) and `tried` (more workers): the best is measured
     /// again so that the comparison is best–tried–best (a drifting load cancels out).
-    Recheck { best: Sample, tried: Sample },
+    Recheck { tried: Sample },
+    /// The climb stopped at `best` (for `why`) on a large range: `t` lies between it and a
+    /// measured neighbour.
+    Refine { best: Sample, why: Reason },
+    /// The search would end at `best` (for `why`), but `t` measured better: measured again.
+    Rival { best: Sample, why: Reason },
 }
 
 // One per controller, replaced a few times a second: the size difference between the variants
@@ -128,6 +143,12 @@ pub struct Controller {
     confirm: u32,
     /// The settled count a running re-search started from.
     research_from: Option<usize>,
+    /// What this search measured (where the program reports progress) and the noise.
+    measured: Measured,
+    /// Counts tried between the best and its neighbours in this search.
+    refined: u32,
+    /// Whether this search measured a rival of its best again.
+    rival_checked: bool,
 }
 
 impl Controller {
@@ -151,6 +172,9 @@ impl Controller {
             slower_when_shared: None,
             confirm: th.phase_confirm,
             research_from: None,
+            measured: Measured::default(),
+            refined: 0,
+            rival_checked: false,
         }
     }
 
@@ -206,7 +230,7 @@ impl Controller {
                     return None;
                 }
                 acc.add(s, shared);
-                if acc.n < self.th.measure {
+                if acc.n < self.th.measure || self.measure_longer() {
                     return None;
                 }
                 self.measured()
@@ -230,12 +254,16 @@ impl Controller {
         self.slower_when_shared = None;
         self.watch = None;
         self.research_from = Some(now.active);
+        self.new_search();
+        let mut shifted = Acc::default();
+        shifted.add(&now, false);
+        self.measured.add(now.active, &shifted);
         let l = self.limits;
         let (t, mode) = if now.active > l.min {
             let t = now.active.saturating_sub(l.step).max(l.min);
             (t, Mode::Fewer { upper: now })
         } else if now.active < l.max {
-            let t = (now.active + l.step).min(l.max);
+            let t = l.next_try(now.active, false);
             (t, Mode::Climb { best: Some(now) })
         } else {
             // min == max: nothing to search.
@@ -289,25 +317,45 @@ impl Controller {
         }
     }
 
-    /// A configuration's measurement is complete: Algorithm 1's Terminate / ComputeNextT, or
-    /// the re-search's step down.
+    /// Starts a new search's records.
+    fn new_search(&mut self) {
+        self.measured.new_search();
+        self.refined = 0;
+        self.rival_checked = false;
+    }
+
+    /// The profile of everything measured at `t` workers in this search (`fallback` where
+    /// nothing was).
+    fn profile(&self, t: usize, fallback: Sample) -> Sample {
+        let a = self.measured.at(t, None);
+        if a.n == 0 {
+            fallback
+        } else {
+            a.profile(t)
+        }
+    }
+
+    /// A configuration's measurement is complete: Algorithm 1's Terminate / ComputeNextT, the
+    /// re-search's step down, or the checks at the end of a search.
     fn measured(&mut self) -> Option<Decision> {
         let Phase::Measuring { t, mode, acc, .. } = self.phase else {
             return None;
         };
-        let tried = acc.profile(t);
+        self.measured.add(t, &acc);
+        let tried = self.profile(t, acc.profile(t));
         let l = self.limits;
         match mode {
             Mode::Climb { best: None } => {
                 // The first run (T_min): its profile is the first best.
                 if t >= l.max {
-                    return self.settle(tried, Reason::ReachedMax);
+                    return self.conclude(tried, Reason::ReachedMax, false);
                 }
                 self.try_next(tried, tried, t)
             }
             Mode::Climb { best: Some(best) } => {
-                if close_call(&self.th, &best, &tried) {
-                    self.phase = self.measuring(best.active, Mode::Recheck { best, tried });
+                let best = self.profile(best.active, best);
+                if close_call(&self.th, &best, &tried) || self.within_noise(&best, &tried) {
+                    self.phase = self.measuring(best.active, Mode::Recheck { tried });
                     return Some(Decision {
                         active: self.active(),
                         reason: Reason::Recheck,
@@ -315,14 +363,13 @@ impl Controller {
                 }
                 self.climbed(best, tried, acc.mostly_shared())
             }
-            Mode::Recheck { best, tried } => {
-                // The best's two measurements, averaged (each weighs as one interval).
-                let mut both = Acc::default();
-                both.add(&best, false);
-                both.add(&acc.profile(t), false);
-                self.climbed(both.profile(t), tried, acc.mostly_shared())
+            Mode::Recheck { tried } => {
+                // The best's two measurements, merged.
+                let tried = self.profile(tried.active, tried);
+                self.climbed(self.profile(t, tried), tried, acc.mostly_shared())
             }
             Mode::Fewer { upper } => {
+                let upper = self.profile(upper.active, upper);
                 if let Some(reason) = terminate(&self.th, &l, &tried, &upper) {
                     // The count above did no better: the fewer are kept, and fewer still tried.
                     if t > l.min {
@@ -333,14 +380,22 @@ impl Controller {
                             reason: Reason::TryFewer,
                         });
                     }
-                    return self.settle(tried, reason);
+                    return self.conclude(tried, reason, false);
                 }
                 // The fewer did less: back to the count above, then Algorithm 1 from there.
                 self.note_slower(&tried, acc.mostly_shared());
                 if upper.active >= l.max {
-                    return self.settle(upper, Reason::FewerWereSlower);
+                    return self.conclude(upper, Reason::FewerWereSlower, false);
                 }
                 self.try_next(upper, upper, upper.active)
+            }
+            Mode::Refine { best, why } => {
+                let (best, why) = self.better_of(best, tried, why, true);
+                self.conclude(best, why, true)
+            }
+            Mode::Rival { best, why } => {
+                let (best, why) = self.better_of(best, tried, why, false);
+                self.settle(best, why)
             }
         }
     }
@@ -349,11 +404,11 @@ impl Controller {
     /// accept `tried` and stop at `max` or go on.
     fn climbed(&mut self, best: Sample, tried: Sample, shared: bool) -> Option<Decision> {
         if let Some(reason) = terminate(&self.th, &self.limits, &best, &tried) {
-            return self.settle(best, reason);
+            return self.conclude(best, reason, true);
         }
         self.note_slower(&best, shared);
         if tried.active >= self.limits.max {
-            return self.settle(tried, Reason::ReachedMax);
+            return self.conclude(tried, Reason::ReachedMax, false);
         }
         self.try_next(best, tried, tried.active)
     }
@@ -361,12 +416,7 @@ impl Controller {
     /// Accepts `tried` as the best and moves on by `T_step` or `T_step / 2`.
     fn try_next(&mut self, prev: Sample, tried: Sample, t: usize) -> Option<Decision> {
         let half = !full_step(&self.th, &self.limits, &prev, &tried);
-        let dt = if half {
-            (self.limits.step / 2).max(1)
-        } else {
-            self.limits.step
-        };
-        let next = (t + dt).min(self.limits.max);
+        let next = self.limits.next_try(t, half);
         let best = Some(tried);
         self.phase = self.measuring(next, Mode::Climb { best });
         Some(Decision {
@@ -475,6 +525,9 @@ impl Controller {
     }
 }
 
+#[path = "search_end.rs"]
+mod search_end;
+
 #[cfg(test)]
 #[path = "controller_tests.rs"]
 mod tests;
@@ -482,3 +535,7 @@ mod tests;
 #[cfg(test)]
 #[path = "research_tests.rs"]
 mod research_tests;
+
+#[cfg(test)]
+#[path = "search_model_tests.rs"]
+mod search_model_tests;

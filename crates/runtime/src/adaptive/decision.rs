@@ -5,7 +5,8 @@
 pub enum Reason {
     /// The search starts (at `min`).
     Start,
-    /// The search tries more workers: `T_step` (`half == false`) or `T_step / 2` more.
+    /// The search tries more workers: `T_step` (`half == false`) or `T_step / 2` more (on a
+    /// large range at most as many as are active above `min − 1`: doubling).
     Try {
         /// Whether the smaller step was taken.
         half: bool,
@@ -26,6 +27,14 @@ pub enum Reason {
     /// A re-search's try with fewer workers did less: back to the count it was tried against,
     /// which is kept (it is `max`, so there is nothing above to try).
     FewerWereSlower,
+    /// On a large range, after the climb stopped: try a count between the best and a
+    /// measured neighbour (the best may lie between the tries).
+    Refine,
+    /// The search would end, but a count it measured did better than the best: measure that
+    /// one again before choosing.
+    Rival,
+    /// The count that measured best in this search (a refinement's or a rival's), kept.
+    BestMeasured,
     /// The profile moved away from the one the choice was made on: search again around the
     /// settled count (first `T_step` fewer, or more when it is `min`).
     PhaseChange,
@@ -50,6 +59,9 @@ impl std::fmt::Display for Reason {
             Reason::LockContention => "lock contention: keep best",
             Reason::ReachedMax => "reached max: keep it",
             Reason::FewerWereSlower => "fewer were slower: keep best",
+            Reason::Refine => "try between the best and a neighbour",
+            Reason::Rival => "a measured count did better: measure it again",
+            Reason::BestMeasured => "best measured count: keep it",
             Reason::PhaseChange => "phase change: search around the settled count",
             Reason::Shared => "machine shared: capped",
             Reason::Freed => "machine free: cap lifted",

@@ -19,6 +19,7 @@
 pub(crate) mod controller;
 mod decision;
 mod limit;
+mod measured;
 mod rules;
 mod sample;
 pub(crate) mod sharing;

@@ -35,6 +35,8 @@ pub(crate) struct Acc {
     vcx: f64,
     migr: Option<f64>,
     thr: Option<f64>,
+    /// Sum of the squared throughputs (for the spread between intervals).
+    thr_sq: Option<f64>,
 }
 
 fn add_opt(acc: &mut Option<f64>, v: Option<f64>, first: bool) {
@@ -56,6 +58,45 @@ impl Acc {
         add_opt(&mut self.lock, s.lock_time, first);
         add_opt(&mut self.migr, s.migrations_per_s, first);
         add_opt(&mut self.thr, s.throughput, first);
+        add_opt(&mut self.thr_sq, s.throughput.map(|t| t * t), first);
+    }
+
+    /// Adds the intervals of `other` (another measurement of the same count).
+    pub(crate) fn merge(&mut self, other: &Acc) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *other;
+            return;
+        }
+        let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
+        self.n += other.n;
+        self.shared += other.shared;
+        self.cpu += other.cpu;
+        self.vcx += other.vcx;
+        self.lock = sum(self.lock, other.lock);
+        self.migr = sum(self.migr, other.migr);
+        self.thr = sum(self.thr, other.thr);
+        self.thr_sq = sum(self.thr_sq, other.thr_sq);
+    }
+
+    /// The mean throughput of the intervals added, if every one reported progress.
+    pub(crate) fn throughput(&self) -> Option<f64> {
+        (self.n > 0)
+            .then_some(self.thr?)
+            .map(|t| t / f64::from(self.n))
+    }
+
+    /// The squared relative deviations of the intervals' throughput from their mean, summed
+    /// (`Σ (x/mean − 1)²`, 0 within rounding), with `n − 1` degrees of freedom: this
+    /// measurement's share of the pooled noise estimate.
+    pub(crate) fn relative_spread(&self) -> Option<(f64, u32)> {
+        let mean = self.throughput().filter(|&m| m > 0.0)?;
+        let n = f64::from(self.n);
+        let ss = (self.thr_sq? / (mean * mean) - n).max(0.0);
+        // Below rounding error of equal intervals: none.
+        Some((if ss < 1e-9 * n { 0.0 } else { ss }, self.n - 1))
     }
 
     /// Whether most of the intervals were measured on an oversubscribed machine.

@@ -21,6 +21,41 @@
 /// alone is watched: a change of the background load (runnable threads, involuntary switches,
 /// the CPU share the kernel gives us) that leaves the work done per second as it was is not a
 /// phase change.
+///
+/// # Noise (where the program reports progress)
+///
+/// The intervals of each measurement give its spread: the squared relative deviations of the
+/// intervals' throughput from the measurement's mean, pooled over the measurements of the
+/// controller's life (about the last 40 degrees of freedom). A comparison of two counts is
+/// *too close to call* when the relative gain of the one with more workers lies within
+/// `t₉₅(dof) · √(v/n₁ + v/n₂)` of [`throughput_gain`](Self::throughput_gain) (`v` the pooled
+/// variance, `n` the intervals behind each mean, `t₉₅` Student's one-sided 95 % quantile).
+/// A try too close to call is measured best–tried–best like a close call by
+/// [`recheck_band`](Self::recheck_band); the re-measurement of the best, a re-search's try with
+/// fewer workers, and the counts of "Large ranges" go on measuring, one interval at a time, up
+/// to [`measure_most`](Self::measure_most) intervals, while too close to call. Without noise
+/// (equal intervals) nothing is too close: the decisions are those of Algorithm 1 above.
+///
+/// # Large ranges
+///
+/// 003's `T_step` is a third of the range: on 16 CPUs each try adds 5 workers, and a lock-bound
+/// program whose throughput at 6 workers is 0.9 of that at 1 can read as good on noisy
+/// intervals (the lent 16-CPU machine's `lock_bound`: 1 → 6 → 8 → 6 → 13 → 8, kept 8, 1.6×
+/// slower than 1). Where the range is large ([`Limits::large`], `T_step ≥ 4`, 12 workers or
+/// more), the climb at most doubles the count above `min − 1` (1, 2, 4, 8, 13, 16 on
+/// `1..=16`; Algorithm 1's `T_step` or `T_step/2` stays the largest step). Where the program
+/// reports progress, after the climb stops, counts between the best and its measured
+/// neighbours are tried (halfway into the wider gap, on a tie towards the neighbour that did
+/// more; at most `log2(range) − 1` of them, capped by [`refine_probes`](Self::refine_probes));
+/// a count between replaces the best where it did as much (with fewer workers) or
+/// `throughput_gain` more (with more). On every range, before a search with progress figures
+/// settles, a *rival* — a count it measured that did better than the chosen one by Algorithm
+/// 1's rule (a count with fewer workers that the chosen one does not beat by
+/// `throughput_gain`, or one with more workers that beats it by that much) — is measured again
+/// and the better of the two kept, once per search: a search never settles on a count
+/// measured slower than another beyond the threshold without measuring that one again.
+/// Shown on a model (`search_model_tests.rs`), not measured on a machine with more than 2
+/// CPUs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Thresholds {
     /// LOCK is low below this lock time (003's shuffling triggers at 5 %).
@@ -71,6 +106,13 @@ pub struct Thresholds {
     pub settle: u32,
     /// Intervals averaged into a configuration's profile.
     pub measure: u32,
+    /// Where the program reports progress: a measurement whose comparison is too close to call
+    /// (see "Noise") goes on, one interval at a time, up to this many intervals.
+    pub measure_most: u32,
+    /// On a large range ([`Limits::large`]), where the program reports progress: the most
+    /// counts tried between the best and its measured neighbours after the climb stopped (see
+    /// "Large ranges"; a search tries `log2(range) − 1` of them, 3 on `1..=16`, if this allows).
+    pub refine_probes: u32,
     /// Intervals in a row the machine must look shared (or free) before the cap moves.
     pub sharing_confirm: u32,
     /// An interval with less CPU use than this (CPUs' worth) is idle: the program waits for
@@ -104,6 +146,8 @@ impl Default for Thresholds {
             phase_baseline: 4,
             settle: 1,
             measure: 2,
+            measure_most: 4,
+            refine_probes: 6,
             sharing_confirm: 2,
             idle_cpu: 0.1,
         }
@@ -123,7 +167,34 @@ pub struct Limits {
     pub step: usize,
 }
 
+/// `T_step` from which a range counts as large ([`Limits::large`]): 12 workers or more.
+pub const LARGE_STEP: usize = 4;
+
 impl Limits {
+    /// Whether the range is large (`T_step ≥ LARGE_STEP`, 12 workers or more): the climb
+    /// then at most doubles the count above `min − 1` at each try (1, 2, 4, 8, ... on
+    /// `1..=16`, until the doubling exceeds `T_step`), and the best is refined between its
+    /// measured neighbours (see [`Thresholds`]' docs, "Large ranges"). Smaller ranges climb by
+    /// Algorithm 1's steps alone, as before. E.g. `1..=2` (`T_step` 1) and `1..=11` (3) are
+    /// not large, `1..=16` (5) is (the model tests use these; the type is internal).
+    pub fn large(&self) -> bool {
+        self.step >= LARGE_STEP
+    }
+
+    /// The next count to try from `t`: `t + T_step`, or `t + T_step / 2` (at least 1) when
+    /// `half`; on a large range at most `2t − min + 1` (doubling); never above `max`.
+    pub fn next_try(&self, t: usize, half: bool) -> usize {
+        let mut dt = if half {
+            (self.step / 2).max(1)
+        } else {
+            self.step
+        };
+        if self.large() {
+            dt = dt.min(t + 1 - self.min.min(t));
+        }
+        (t + dt).min(self.max)
+    }
+
     /// Limits for `min..=max` on `cores` cores with 003's proportion of `T_step` (8 of 24
     /// cores): a third of the range, at least 1.
     pub fn new(min: usize, max: usize, cores: usize) -> Limits {
