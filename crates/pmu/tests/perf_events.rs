@@ -80,7 +80,9 @@ fn perf_software_group_counts_task_clock_and_page_faults() {
     }
     std::hint::black_box(&v);
     let d = g.read().unwrap().delta_since(&a);
-    assert!(d.values()[0] >= 20_000_000, "task-clock {:?}", d);
+    // 90 % of the time spun by the thread's CPU clock: the two clocks account a run slice at
+    // different moments, and under load (many switches) they were seen to differ by that much.
+    assert!(d.values()[0] >= 18_000_000, "task-clock {:?}", d);
     assert!(d.values()[1] >= 1, "page faults {:?}", d);
     assert!(d.time_enabled_ns > 0);
 }
@@ -152,7 +154,7 @@ fn mapped_software_counters_fall_back_from_user_space_reads_to_read() {
     let a = g.read().unwrap();
     spin_cpu(5);
     let d = g.read().unwrap().delta_since(&a);
-    assert!(d.values()[0] >= 5_000_000, "{d:?}");
+    assert!(d.values()[0] >= 4_500_000, "{d:?} (90 % of the CPU time spun: see above)");
     // Read from another thread: the mapping is not used there either.
     let d2 = std::thread::scope(|s| s.spawn(|| g.read_rdpmc().is_none()).join().unwrap());
     assert!(d2);
