@@ -154,7 +154,10 @@ fn mapped_software_counters_fall_back_from_user_space_reads_to_read() {
     let a = g.read().unwrap();
     spin_cpu(5);
     let d = g.read().unwrap().delta_since(&a);
-    assert!(d.values()[0] >= 4_500_000, "{d:?} (90 % of the CPU time spun: see above)");
+    assert!(
+        d.values()[0] >= 4_500_000,
+        "{d:?} (90 % of the CPU time spun: see above)"
+    );
     // Read from another thread: the mapping is not used there either.
     let d2 = std::thread::scope(|s| s.spawn(|| g.read_rdpmc().is_none()).join().unwrap());
     assert!(d2);
