@@ -604,6 +604,7 @@ fn ttas_fair_unlock() {
         assert!(!lock.is_locked());
     });
 }
+#[test]
 fn ttas_block_three() {
     ttas_three::<ImmediateBlock>();
 }
@@ -639,4 +640,84 @@ fn ttas_block_barging() {
 #[test]
 fn ttas_informed_barging() {
     ttas_barging::<Informed>();
+}
+
+/// A waiter that leaves: while the main thread holds the lock, one thread tries it with a
+/// deadline that passes during its first park (`lock_or_leave`) and another takes it for good.
+/// The main thread's release may pop the leaving thread just as it times out (and mark the
+/// wake-up in flight); it must not take the other thread's wake-up with it: every thread that
+/// asked for good gets in, the leaving one at most once, and the lock ends free with no thread
+/// left parked (loom reports a deadlock otherwise; leaving `WAKING` set when leaving is one,
+/// checked by mutation). Two preemptions: with one, the popped-while-leaving case needs the
+/// other thread parked first, which it does not reach.
+fn ttas_leaver<W: WaitPolicy>() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let t = lock.lock();
+        let (l, v) = (lock.clone(), value.clone());
+        let leaver = thread::spawn(move || match l.lock_or_leave() {
+            Some(t) => {
+                v.fetch_add(10, Ordering::Relaxed);
+                // SAFETY: held through `t`.
+                unsafe { l.unlock(t) };
+                true
+            }
+            None => false,
+        });
+        let stayer = spawn_incrementers(1, &lock, &value);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        let got_in = leaver.join().unwrap();
+        for h in stayer {
+            h.join().unwrap();
+        }
+        let want = if got_in { 11 } else { 1 };
+        assert_eq!(value.load(Ordering::Relaxed), want);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn ttas_block_leaver() {
+    ttas_leaver::<ImmediateBlock>();
+}
+#[test]
+fn ttas_informed_leaver() {
+    ttas_leaver::<Informed>();
+}
+
+/// Parking and a release racing, with the releaser taking the lock back at once (a barger) and
+/// a fair unlock last: two threads park behind the main thread, which releases, takes the lock
+/// again and hands it over fairly. Every thread gets in exactly once more than the main one's
+/// two holds, and the lock ends free with `PARKED` cleared by whoever emptied the queue.
+fn ttas_park_barge_fair<W: WaitPolicy>() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        let lock = Arc::new(RawTtasLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let t = lock.lock();
+        let hs = spawn_incrementers(2, &lock, &value);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        let t = lock.lock();
+        let x = value.load(Ordering::Relaxed);
+        value.store(x + 1, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock_fair(t) };
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn ttas_block_park_barge_fair() {
+    ttas_park_barge_fair::<ImmediateBlock>();
+}
+#[test]
+fn ttas_informed_park_barge_fair() {
+    ttas_park_barge_fair::<Informed>();
 }

@@ -1,4 +1,5 @@
-//! Test-and-test-and-set lock with a quick spin, informed waiting and a "wake-up in flight" mark.
+//! Test-and-test-and-set lock with a quick spin, informed waiting, a "threads are parked" bit and
+//! a "wake-up in flight" mark in its word.
 
 use super::{impl_raw_mutex, RawLock};
 use crate::hook::PriorityClass;
@@ -14,38 +15,52 @@ use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
 /// The lock is held.
 const LOCKED: u32 = 1;
+/// Threads are parked in the lock's queue (or one linked itself and is about to park): a release
+/// that sees it goes to the slow path and wakes one. Set by a waiter after it linked itself and
+/// before it parks; cleared only under the queue's guard, by a waker that found the queue empty
+/// or popped its last thread.
+const PARKED: u32 = 2;
 /// A releaser woke a parked waiter that has not run since ("waker in flight"): later releases
 /// wake nobody until it has competed again.
-const WAKING: u32 = 2;
+const WAKING: u32 = 4;
 /// A fair unlock left `LOCKED` set for a waiter to take over (`unlock_fair`): the first waiter
 /// that clears this mark owns the lock.
-const HANDOFF: u32 = 4;
+const HANDOFF: u32 = 8;
 /// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
 /// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
 /// `Waiter` (no thread is "next" in a TTAS lock).
 ///
 /// # Protocol
 /// - **Acquire**: one compare-and-swap `0 → LOCKED` on the fast path. On failure, a quick spin
-///   (a few hundred nanoseconds of backoff, no bookkeeping); then informed waiting (publish
-///   `Waiter`, spin or park as the scheduler says, see the crate docs).
-/// - **Release** never hands the lock over: it clears `LOCKED` (one `fetch_sub`, `SeqCst`), and
-///   only if threads are parked *and no wake-up is in flight* it sets `WAKING` and wakes one. A
+///   (a few hundred nanoseconds of backoff, no bookkeeping) and, on an OS thread, a few yields,
+///   both only while nobody is parked (`PARKED` clear; after parking_lot's `SpinWait`); then
+///   informed waiting (publish `Waiter`, spin or park as the scheduler says, see the crate docs).
+/// - **Park**: a waiter links itself into the queue, then sets `PARKED` with a read-modify-write
+///   that requires `LOCKED` set (and no `HANDOFF`), and parks only if that held.
+/// - **Release** never hands the lock over: it clears `LOCKED` in one read-modify-write whose
+///   result says whether to wake anyone: only if `PARKED` was set *and no wake-up is in flight*
+///   it takes the slow path, which under the queue's guard pops one thread, sets `WAKING` and
+///   clears `PARKED` if the queue is now empty (or only clears `PARKED` if it was empty). A
 ///   woken thread clears `WAKING` when it resumes and then competes like any arrival. So a hot
 ///   lock costs at most one wake-up (one switch) per "generation" of waiters instead of one per
 ///   release, and a releaser whose own loop takes the lock again keeps running, as an OS thread
 ///   does with a futex mutex. Mutual exclusion is the `LOCKED` bit alone.
-/// - **No lost wake-up**: a waiter links itself into the queue and re-checks `LOCKED` after a
-///   `SeqCst` fence; a releaser clears `LOCKED` with a `SeqCst` RMW, then reads the queue's count
-///   (the queue's protocol). `WAKING` only suppresses wake-ups while a woken thread is on its
-///   way; that thread clears it before it looks at the lock, and a waker that found nobody to
-///   pop clears it and looks again (`wake_one`). The loom models in `tests/loom.rs` check both.
+/// - **No lost wake-up**: all on the one word, by its modification order and the queue guard's
+///   happens-before. If a waiter parks, its `PARKED` step saw `LOCKED` set; the release of that
+///   hold comes later on the word and sees `PARKED`, unless a waker cleared it in between, and a
+///   waker clears it only under the guard with the queue empty, which it cannot be (the waiter
+///   linked itself under the guard before its `PARKED` step, so a guard section that comes after
+///   the link sees it, and one that comes before it precedes the `PARKED` step on the word).
+///   `WAKING` only suppresses wake-ups while a woken thread is on its way; that thread clears it
+///   before it looks at the lock. The loom models in `tests/loom.rs` check both.
 #[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     state: AtomicU32,
-    /// 0 until a wait went past the quick spin, then 1 for good ("informing on"): from then on
-    /// holders publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) (picked by a per-thread
-    /// count, [`sample_this_hold`]). Written once; every acquisition reads it, on the word's
-    /// cache line.
+    /// 0 until a waiter on a thread that a scheduler hook schedules (a green thread, where
+    /// classes are read) went past the quick spin, then 1 for good ("informing on"): from then
+    /// on holders publish `Holder` and time one hold in
+    /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) (picked by a per-thread count,
+    /// [`sample_this_hold`]). Written once; every acquisition reads it, on the word's cache line.
     contended: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
@@ -74,7 +89,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
-    /// Takes the lock if it looks free (test, then test-and-set).
+    /// Takes the lock if it looks free (test, then test-and-set); keeps the other bits.
     #[inline]
     fn try_acquire(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
@@ -88,11 +103,11 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// The guard state of an acquisition that waited for nothing (`lock`'s and `try_lock`'s fast
     /// path), before any class is known.
     ///
-    /// A lock that was never contended (`contended == 0`), with statistics off, publishes
-    /// nothing: the holder's class is read only by threads that wait, and there are none (the
-    /// first waiter that goes past the quick spin sets `contended`, and from then on every holder
-    /// publishes `Holder`). So this is one load and one flag test, with no thread-local, no
-    /// class store and no restore at the release; the informing path is out of line
+    /// A lock that is not informing (`contended == 0`), with statistics off, publishes nothing:
+    /// the holder's class is read only by a scheduler whose threads wait, and there are none (the
+    /// first such waiter that goes past the quick spin sets `contended`, and from then on every
+    /// holder publishes `Holder`). So this is one load and one flag test, with no thread-local,
+    /// no class store and no restore at the release; the informing path is out of line
     /// (`held_informing`).
     #[inline(always)]
     fn held_fast(&self) -> HeldToken {
@@ -102,25 +117,42 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         self.held_informing()
     }
 
-    /// [`held_fast`](Self::held_fast) once the lock has been contended (or statistics are on):
-    /// saves the class and publishes `Holder`, counts and samples the hold.
+    /// [`held_fast`](Self::held_fast) once the lock is informing (or statistics are on): saves
+    /// the class and publishes `Holder`, counts and samples the hold.
     #[inline(never)]
     fn held_informing(&self) -> HeldToken {
         self.held_counted(ClassScope::enter_for_scheduler::<W>())
     }
 
     /// The guard state of an acquisition that waited (its class scope entered, `Waiter`
-    /// published under informed waiting): publishes `Holder`, counts and samples the hold.
+    /// published under informed waiting): publishes `Holder`, counts, and times one hold in
+    /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) of the thread's waited holds even
+    /// where the lock is not informing, so that Bellosa's rule and the spin phase's look at the
+    /// holder have a hold time and a holder to go by on OS threads too.
     #[inline]
     fn held(&self, scope: ClassScope) -> HeldToken {
-        if self.contended.load(Ordering::Relaxed) == 0 && !stats::enabled() {
-            // Only `AlwaysSpin` waits without marking the lock contended; it publishes nothing.
+        let sample = W::MODE == WaitMode::Informed && sample_this_hold();
+        if !sample && self.contended.load(Ordering::Relaxed) == 0 && !stats::enabled() {
             return scope.into_held_untimed();
         }
-        self.held_counted(scope)
+        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
     }
 
-    /// [`held`](Self::held) once the lock has been contended (or statistics are on). The
+    /// [`held`](Self::held) after a wait that ended in the quick spin or the yield phase (no
+    /// class scope entered): on a lock that is not informing it publishes nothing and reads no
+    /// thread-local beyond the sampling count.
+    #[inline]
+    fn held_after_spin(&self) -> HeldToken {
+        if self.contended.load(Ordering::Relaxed) != 0 || stats::enabled() {
+            return self.held_informing();
+        }
+        if W::MODE == WaitMode::Informed && sample_this_hold() {
+            return ClassScope::unpublished().into_held_sampled(&self.meta, true, true);
+        }
+        HeldToken::unpublished()
+    }
+
+    /// [`held_fast`](Self::held_fast) once the lock is informing (or statistics are on). The
     /// choice of the timed hold is the holder's thread's count, not a counter in the lock: a
     /// contended lock's line moves between the cores, and a store to it per acquisition was
     /// 6 % of a 2-thread loop's samples.
@@ -130,12 +162,17 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
     }
 
-    /// Marks the lock contended (a wait went past the quick spin): from now on its holders
-    /// publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY). Called before the waiter
-    /// publishes `Waiter`, so that whoever sees the waiter's class sees the mark too.
+    /// Turns informing on (a wait went past the quick spin on a thread whose class a scheduler
+    /// reads): from now on its holders publish `Holder` and time one hold in
+    /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY). Called before the waiter publishes
+    /// `Waiter`, so that whoever sees the waiter's class sees the mark too. A waiter on a plain
+    /// OS thread leaves it alone: the kernel schedules both sides and reads no class.
     #[inline]
-    fn mark_contended(&self) {
-        if W::MODE != WaitMode::Spin && self.contended.load(Ordering::Relaxed) == 0 {
+    fn mark_contended(&self, scope: &ClassScope) {
+        if W::MODE != WaitMode::Spin
+            && scope.cell().is_some()
+            && self.contended.load(Ordering::Relaxed) == 0
+        {
             self.contended.store(1, Ordering::Relaxed);
         }
     }
@@ -145,6 +182,36 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     fn may_take(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
         s & LOCKED == 0 || s & HANDOFF != 0
+    }
+
+    /// A linked waiter's last look before it parks: sets `PARKED` if the lock is held (and not
+    /// handed over) and returns whether to park. Coherence on the word is all it needs (see the
+    /// protocol): every waker that clears `PARKED` does so under the queue guard, which this
+    /// thread held to link itself before this read-modify-write.
+    fn park_marked(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s & LOCKED == 0 || s & HANDOFF != 0 {
+                return false;
+            }
+            if s & PARKED != 0 {
+                return true;
+            }
+            match self
+                .state
+                .compare_exchange(s, s | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Whether no thread is parked (the quick spin and the yield phase run only then: a thread
+    /// that finds others parked is behind them and parks too, as with parking_lot's `SpinWait`).
+    #[inline]
+    fn nobody_parked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & PARKED == 0
     }
 
     /// Takes over a lock handed over by a fair unlock (it stayed locked: clear the mark only).
@@ -158,6 +225,13 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 .is_ok()
     }
 
+    /// Our wake-up has arrived (or we are leaving): let the next release wake someone again.
+    /// When it was somebody else's wake-up in flight, the cost is one spare wake-up later.
+    #[inline]
+    fn clear_waking(&self) {
+        self.state.fetch_and(!WAKING, Ordering::Relaxed);
+    }
+
     /// Acquires the lock unless `deadline` passes first (`lock_api::RawMutexTimed`, which the
     /// loom build leaves out).
     #[cfg_attr(loom, allow(dead_code))]
@@ -166,7 +240,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             return Some(self.held_fast());
         }
         let scope = ClassScope::enter_for_scheduler::<W>();
-        self.mark_contended();
+        self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
         let mut free = true;
         loop {
@@ -174,20 +248,49 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 scope.restore();
                 return None;
             }
+            // `park_marked` as the condition: it sets `PARKED` whenever it finds the lock held,
+            // also outside the park's last look (a spare slow release at worst).
             free = crate::timed::park_until(
                 &self.meta.queue,
                 0,
-                &mut || self.may_take(),
+                &mut || !self.park_marked(),
                 Some(deadline),
             );
             // A release may have woken this thread (and set `WAKING`): clear the mark as
-            // `lock_slow`'s woken waiters do, or every later release would wake nobody. When
-            // it was somebody else's wake-up in flight, the cost is one spare wake-up later.
-            self.state.fetch_and(!WAKING, Ordering::SeqCst);
+            // `lock_slow`'s woken waiters do, or every later release would wake nobody.
+            self.clear_waking();
             if self.took_over() || self.try_acquire() {
                 return Some(self.held(scope));
             }
         }
+    }
+
+    /// The model of a timed acquisition whose deadline passes during its first park (loom has
+    /// no clock; its timed park returns at once, which the queue takes for the timeout): takes
+    /// the lock if it is free, else links itself, parks once and then takes the lock if it is
+    /// free or leaves with `None`. What `lock_until` does when its deadline passes, including a
+    /// waiter that a release popped (and marked `WAKING` for) just as it timed out.
+    #[cfg(loom)]
+    pub fn lock_or_leave(&self) -> Option<HeldToken> {
+        if self.took_over() || self.try_acquire() {
+            return Some(self.held_fast());
+        }
+        let scope = ClassScope::enter_for_scheduler::<W>();
+        self.mark_contended(&scope);
+        scope.publish(PriorityClass::Waiter);
+        let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        self.meta.queue.park_once(
+            crate::hook::current_hook(),
+            0,
+            &mut || self.park_marked(),
+            Some(far),
+        );
+        self.clear_waking();
+        if self.took_over() || self.try_acquire() {
+            return Some(self.held(scope));
+        }
+        scope.restore();
+        None
     }
 
     /// Hands the lock to a parked waiter without unlocking it, if one is parked
@@ -197,35 +300,20 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// # Safety
     /// As for `RawLock::unlock`.
     pub(super) unsafe fn unlock_fair_token(&self, token: HeldToken) {
-        if W::MODE != WaitMode::Spin && self.meta.queue.has_waiters() {
+        if W::MODE != WaitMode::Spin && self.state.load(Ordering::Relaxed) & PARKED != 0 {
             token.releasing(&self.meta);
-            self.state.fetch_or(HANDOFF, Ordering::SeqCst);
-            if self.meta.queue.notify_one() {
-                // The woken waiter takes the lock over (`took_over`).
-                token.released();
-                return;
-            }
-            // Nobody was parked after all: take the mark back unless a spinning waiter took
-            // the lock over meanwhile, and release normally. (Retried while only `WAKING`
-            // changes under us: giving up there would leave the lock handed to nobody.)
-            let mut s = self.state.load(Ordering::SeqCst);
-            loop {
-                if s & HANDOFF == 0 {
-                    token.released();
-                    return;
-                }
-                match self.state.compare_exchange(
-                    s,
-                    s & !(HANDOFF | LOCKED),
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                ) {
-                    Ok(_) => break,
-                    Err(now) => s = now,
-                }
-            }
-            if self.meta.queue.has_waiters() {
-                self.wake_one();
+            let handed = self.meta.queue.notify_one_deciding(
+                |linked| {
+                    if !linked {
+                        self.state.fetch_and(!PARKED, Ordering::Relaxed);
+                    }
+                    linked
+                },
+                // The popped waiter (or a spinning one) takes the lock over (`took_over`).
+                |more| self.popped_one(HANDOFF, more),
+            );
+            if !handed {
+                self.release();
             }
             token.released();
             return;
@@ -235,25 +323,29 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     #[cold]
-    fn lock_slow(&self) -> HeldToken {
+    fn lock_slow(&self, seen: u32) -> HeldToken {
+        // The word was not 0 but the lock may be free (only `PARKED` or `WAKING` set).
+        if seen & LOCKED == 0 && self.try_acquire() {
+            return self.held_fast();
+        }
         // No quick spin and no yield phase where the kernel last reported more runnable threads
         // than CPUs: there the holder may be waiting for this CPU (informed waiting parks at
         // once, 002; with yields, 8 threads on 2 CPUs ran 10-20 % slower).
         let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
-        if W::MODE != WaitMode::Block && !crowded {
+        if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
-                return self.held_fast();
+                return self.held_after_spin();
             }
         }
-        if W::MODE == WaitMode::Informed && !crowded {
+        if W::MODE == WaitMode::Informed && !crowded && self.nobody_parked() {
             if let Some(ns) = yield_phase(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(ns);
-                return self.held_fast();
+                return self.held_after_spin();
             }
         }
         let scope = ClassScope::enter_for_scheduler::<W>();
-        self.mark_contended();
+        self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
         let mut waited = 0;
         loop {
@@ -265,10 +357,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 class: PriorityClass::Waiter,
                 cell: None,
             };
-            waited += wait_until_woken::<W>(&w, &mut || self.may_take(), &|| {
-                // Our wake-up has arrived: let the next release wake someone again.
-                self.state.fetch_and(!WAKING, Ordering::SeqCst);
-            });
+            waited += wait_until_woken::<W>(
+                &w,
+                &mut || self.may_take(),
+                &mut || self.park_marked(),
+                &|| self.clear_waking(),
+            );
             if self.took_over() || self.try_acquire() {
                 break;
             }
@@ -277,23 +371,53 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         self.held(scope)
     }
 
-    /// After a release that found parked threads: wakes one unless a wake-up is in flight.
-    #[cold]
-    fn wake_one(&self) {
-        loop {
-            if self.state.fetch_or(WAKING, Ordering::SeqCst) & WAKING != 0 {
-                return; // in flight: that thread will compete (and release in its turn)
-            }
-            if self.meta.queue.notify_one() {
-                return; // the woken thread clears WAKING
-            }
-            // The parked thread left by itself (it saw the lock free). Take the mark back, then
-            // look again: a release that came meanwhile saw the mark and woke nobody.
-            self.state.fetch_and(!WAKING, Ordering::SeqCst);
-            if self.state.load(Ordering::SeqCst) & LOCKED != 0 || !self.meta.queue.has_waiters() {
-                return; // the holder's release (which sees no mark) or nobody needs a wake-up
+    /// Clears `LOCKED` (the holder set it) in one read-modify-write and wakes a parked thread if
+    /// its result says one is parked and no wake-up is in flight.
+    #[inline(always)]
+    fn release(&self) {
+        let was = self.state.fetch_sub(LOCKED, Ordering::Release);
+        if was & (PARKED | WAKING) == PARKED {
+            self.wake_one();
+        }
+    }
+
+    /// Under the queue's guard, after popping a thread: sets `mark` (`WAKING` or `HANDOFF`) and
+    /// clears `PARKED` if nobody is left in the queue. `Release`: setting `HANDOFF` is the
+    /// holder's release of the critical section to the thread that takes the lock over.
+    fn popped_one(&self, mark: u32, more: bool) {
+        if more {
+            self.state.fetch_or(mark, Ordering::Release);
+        } else {
+            let mut s = self.state.load(Ordering::Relaxed);
+            while let Err(now) = self.state.compare_exchange(
+                s,
+                (s | mark) & !PARKED,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                s = now;
             }
         }
+    }
+
+    /// After a release that saw `PARKED`: under the queue's guard, wakes one parked thread unless
+    /// a wake-up is in flight (that thread will compete, and release in its turn), or clears
+    /// `PARKED` if nobody is parked any more (a waiter that left, or one that saw the lock free
+    /// after linking itself).
+    #[cold]
+    fn wake_one(&self) {
+        self.meta.queue.notify_one_deciding(
+            |linked| {
+                if self.state.load(Ordering::Relaxed) & WAKING != 0 {
+                    return false;
+                }
+                if !linked {
+                    self.state.fetch_and(!PARKED, Ordering::Relaxed);
+                }
+                linked
+            },
+            |more| self.popped_one(WAKING, more),
+        );
     }
 }
 
@@ -304,18 +428,18 @@ impl<W: WaitPolicy> Default for RawTtasLock<W> {
 }
 
 // SAFETY: the LOCKED bit is taken with an Acquire CAS that requires it clear, and released with a
-// Release (or SeqCst) RMW or store by the holder only.
+// Release RMW or store by the holder only (or kept set for a fair hand-over, whose taker clears
+// HANDOFF with an Acquire CAS).
 unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline(always)]
     fn lock(&self) -> HeldToken {
-        if self
+        match self
             .state
             .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
         {
-            return self.held_fast();
+            Ok(_) => self.held_fast(),
+            Err(seen) => self.lock_slow(seen),
         }
-        self.lock_slow()
     }
 
     #[inline]
@@ -330,11 +454,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
             // Nobody parks: only LOCKED is ever set.
             self.state.store(0, Ordering::Release);
         } else {
-            // Clears LOCKED (the holder set it) in one read-modify-write, then looks for waiters.
-            let was = self.state.fetch_sub(LOCKED, Ordering::SeqCst);
-            if was & WAKING == 0 && self.meta.queue.has_waiters() {
-                self.wake_one();
-            }
+            self.release();
         }
         token.released();
     }

@@ -94,15 +94,42 @@ const GREEN_SPIN_YIELD_EVERY: u32 = 16;
 
 /// Waits until `ready()` under policy `W`; returns the nanoseconds waited (0 when not timed).
 pub(crate) fn wait_until<W: WaitPolicy>(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool) -> u64 {
-    wait_until_woken::<W>(w, ready, &|| {})
+    wait_inner::<W>(w, ready, None, &|| {})
 }
 
-/// [`wait_until`], calling `on_woken()` each time a notifier of `w.queue` popped this thread
-/// (before it looks at `ready()` again). A lock that marks a wake-up as in flight clears the
-/// mark there.
+/// [`wait_until`] for a lock that keeps a "threads are parked" bit in its word: after linking
+/// itself into `w.queue`, the thread parks only if `park_if()` returns `true` (the lock sets its
+/// bit there, so that the bit is set by every thread that parks and only by threads that are
+/// linked or about to look again), and `on_woken()` runs each time a notifier popped this
+/// thread (before it looks at `ready()` again): a lock that marks a wake-up as in flight clears
+/// the mark there.
 pub(crate) fn wait_until_woken<W: WaitPolicy>(
     w: &WaitFor<'_>,
     ready: &mut dyn FnMut() -> bool,
+    park_if: &mut dyn FnMut() -> bool,
+    on_woken: &dyn Fn(),
+) -> u64 {
+    wait_inner::<W>(w, ready, Some(park_if), on_woken)
+}
+
+/// Parks the current thread on `w.queue` unless, once linked, `park_if` (or, without one,
+/// `!ready()`) says not to; returns whether a notifier popped it.
+fn park_linked(
+    w: &WaitFor<'_>,
+    hook: &dyn SchedulerHook,
+    ready: &mut dyn FnMut() -> bool,
+    park_if: &mut Option<&mut dyn FnMut() -> bool>,
+) -> bool {
+    match park_if {
+        Some(p) => w.queue.park_notified(hook, w.key, *p),
+        None => w.queue.park_notified(hook, w.key, &mut || !ready()),
+    }
+}
+
+fn wait_inner<W: WaitPolicy>(
+    w: &WaitFor<'_>,
+    ready: &mut dyn FnMut() -> bool,
+    mut park_if: Option<&mut dyn FnMut() -> bool>,
     on_woken: &dyn Fn(),
 ) -> u64 {
     if ready() {
@@ -133,17 +160,22 @@ pub(crate) fn wait_until_woken<W: WaitPolicy>(
         WaitMode::Block => {
             let hook = current_hook();
             while !ready() {
-                if w.queue.park_notified(hook, w.key, &mut || !ready()) {
+                if park_linked(w, hook, ready, &mut park_if) {
                     on_woken();
                 }
             }
         }
-        WaitMode::Informed => informed_wait(w, ready, on_woken),
+        WaitMode::Informed => informed_wait(w, ready, &mut park_if, on_woken),
     }
     stats::now_ns().saturating_sub(start)
 }
 
-fn informed_wait(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool, on_woken: &dyn Fn()) {
+fn informed_wait(
+    w: &WaitFor<'_>,
+    ready: &mut dyn FnMut() -> bool,
+    park_if: &mut Option<&mut dyn FnMut() -> bool>,
+    on_woken: &dyn Fn(),
+) {
     let hook = current_hook();
     // Rule: hand the processor to a ready thread of a higher class first.
     if hook.yield_to_higher(w.class) && ready() {
@@ -180,7 +212,7 @@ fn informed_wait(w: &WaitFor<'_>, ready: &mut dyn FnMut() -> bool, on_woken: &dy
         if ready() {
             return;
         }
-        if w.queue.park_notified(hook, w.key, &mut || !ready()) {
+        if park_linked(w, hook, ready, park_if) {
             on_woken();
         }
         if ready() {

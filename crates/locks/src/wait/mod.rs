@@ -309,6 +309,15 @@ impl ClassScope {
         ClassScope { cell, saved }
     }
 
+    /// A scope that publishes nothing and restores nothing (a thread whose class nobody reads).
+    #[inline]
+    pub(crate) const fn unpublished() -> ClassScope {
+        ClassScope {
+            cell: ptr::null(),
+            saved: PriorityClass::Running,
+        }
+    }
+
     /// Saves the current class (informing mode only; a no-op scope otherwise).
     #[inline]
     pub(crate) fn enter<W: WaitPolicy>() -> ClassScope {

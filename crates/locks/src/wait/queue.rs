@@ -81,7 +81,11 @@ impl Enqueued<'_> {
                 None => hook.park(),
                 Some(d) => {
                     let now = Instant::now();
-                    if now >= d || !hook.park_timeout(d - now) && Instant::now() >= d {
+                    // Under loom a timed park returns at once without a permit (loom has no
+                    // clock): that is the model of a timeout.
+                    if now >= d
+                        || !hook.park_timeout(d - now) && (cfg!(loom) || Instant::now() >= d)
+                    {
                         // Timed out, unless a notifier got there first.
                         return if self.queue.cancel(self.node) {
                             Parked::TimedOut
@@ -292,6 +296,37 @@ impl WaitQueue {
             }
         }
         woken
+    }
+
+    /// Wakes the thread at the head of the queue, deciding under the list guard, so that a lock
+    /// can keep a "threads are parked" bit in its own word in step with the list (waiters link
+    /// under the same guard): `decide(linked)` is told whether any thread is linked and returns
+    /// whether to pop one; after a pop, `popped(more)` runs, still under the guard, told whether
+    /// threads remain linked. The unpark happens after the guard is released. Returns whether a
+    /// thread was woken.
+    pub(crate) fn notify_one_deciding(
+        &self,
+        decide: impl FnOnce(bool) -> bool,
+        popped: impl FnOnce(bool),
+    ) -> bool {
+        self.lock_list();
+        let head = self.head.load(Ordering::Relaxed);
+        if !decide(!head.is_null()) || head.is_null() {
+            self.unlock_list();
+            return false;
+        }
+        // SAFETY: linked nodes are alive while the list guard is held.
+        let node = unsafe { &*head };
+        self.head
+            .store(node.next.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        let unparker = node.unparker.clone();
+        // After this store the owner may return and free the node.
+        node.state.store(NOTIFIED, Ordering::Release);
+        popped(!self.head.load(Ordering::Relaxed).is_null());
+        self.unlock_list();
+        unparker.unpark(crate::placement::wake_placement());
+        true
     }
 
     /// Wakes every thread parked under `key`.
