@@ -109,33 +109,31 @@ pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
 /// green thread next yields or parks.
 #[inline]
 pub(crate) fn current_green_of(shared: *const Shared) -> Option<(*const Task, *const WorkerLocal)> {
-    let c = ctx_ptr();
-    // SAFETY: as in current_task_ptr.
-    if c.is_null() || !ptr::eq(unsafe { (*c).shared }, shared) {
-        return None;
-    }
-    // SAFETY: as in current_task_ptr.
-    unsafe {
-        let t = (*c).current.get();
-        let w = (*c).worker;
-        if t.is_null() || w.is_null() {
-            None
-        } else {
-            Some((t, w))
-        }
-    }
+    green_on_worker(ctx_ptr(), Some(shared))
 }
 
 /// The running green thread and its worker, if the caller is a green thread on a worker.
 /// The worker pointer is valid only until the green thread next yields or parks.
 #[inline]
 pub(crate) fn current_green_on_worker() -> Option<(*const Task, *const WorkerLocal)> {
-    let c = ctx_ptr();
+    green_on_worker(ctx_ptr(), None)
+}
+
+/// The green thread and worker of context `c` (null: none), if it has both and, with `shared`,
+/// belongs to that runtime.
+#[inline]
+fn green_on_worker(
+    c: *const ThreadCtx,
+    shared: Option<*const Shared>,
+) -> Option<(*const Task, *const WorkerLocal)> {
     if c.is_null() {
         return None;
     }
     // SAFETY: a non-null context is alive while its OS thread runs the worker loop.
     unsafe {
+        if shared.is_some_and(|s| !ptr::eq((*c).shared, s)) {
+            return None;
+        }
         let t = (*c).current.get();
         let w = (*c).worker;
         if t.is_null() || w.is_null() {

@@ -5,17 +5,7 @@ use std::sync::atomic::AtomicU32;
 /// Blocks while `*word == expected` (spurious returns are possible).
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT_PRIVATE reads the u32 at a valid, aligned address we borrow; a null
-    // timeout waits indefinitely. Errors (EAGAIN, EINTR) are spurious returns for our callers.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
+    futex_wait_until(word, expected, None);
 }
 
 /// Blocks while `*word == expected`, for at most `d` (a futex wait with a relative timeout);
@@ -26,16 +16,23 @@ pub(crate) fn futex_wait_for(word: &AtomicU32, expected: u32, d: std::time::Dura
         tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     };
+    futex_wait_until(word, expected, Some(&ts));
+}
+
+/// FUTEX_WAIT on `word` with an optional relative timeout.
+#[cfg_attr(loom, allow(dead_code))]
+fn futex_wait_until(word: &AtomicU32, expected: u32, timeout: Option<&libc::timespec>) {
+    let ts = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: FUTEX_WAIT_PRIVATE reads the u32 at a valid, aligned address we borrow, and the
-    // timeout at a valid timespec on our stack (a relative time for FUTEX_WAIT). Errors
-    // (EAGAIN, EINTR, ETIMEDOUT) are returns our callers re-check.
+    // timeout (null: wait indefinitely) at a valid timespec the caller borrows (a relative time
+    // for FUTEX_WAIT). Errors (EAGAIN, EINTR, ETIMEDOUT) are spurious returns for our callers.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
             expected,
-            &ts as *const libc::timespec,
+            ts,
         );
     }
 }
