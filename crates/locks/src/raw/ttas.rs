@@ -371,12 +371,42 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         self.held(scope)
     }
 
+    /// The algorithm's part of an unlock: clears `LOCKED` (and wakes a parked thread if needed).
+    #[inline(always)]
+    fn release_word(&self) {
+        if W::MODE == WaitMode::Spin {
+            // Nobody parks: only LOCKED is ever set.
+            self.state.store(0, Ordering::Release);
+        } else {
+            self.release();
+        }
+    }
+
+    /// An unlock whose token has a class to restore or a hold to time (an informing lock, or
+    /// statistics on): out of line, so that the uncontended loop carries one test of the token.
+    #[inline(never)]
+    fn unlock_bookkept(&self, token: HeldToken) {
+        token.releasing(&self.meta);
+        self.release_word();
+        token.released();
+    }
+
     /// Clears `LOCKED` (the holder set it) in one read-modify-write and wakes a parked thread if
     /// its result says one is parked and no wake-up is in flight.
     #[inline(always)]
     fn release(&self) {
         let was = self.state.fetch_sub(LOCKED, Ordering::Release);
-        if was & (PARKED | WAKING) == PARKED {
+        if was & PARKED != 0 {
+            self.released_parked(was);
+        }
+    }
+
+    /// The slow part of a release that saw `PARKED` (`was`, the word before it): wakes one
+    /// parked thread unless a wake-up is in flight.
+    #[cold]
+    #[inline(never)]
+    fn released_parked(&self, was: u32) {
+        if was & WAKING == 0 {
             self.wake_one();
         }
     }
@@ -449,14 +479,11 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
 
     #[inline(always)]
     unsafe fn unlock(&self, token: HeldToken) {
-        token.releasing(&self.meta);
-        if W::MODE == WaitMode::Spin {
-            // Nobody parks: only LOCKED is ever set.
-            self.state.store(0, Ordering::Release);
+        if token.is_bare() {
+            self.release_word();
         } else {
-            self.release();
+            self.unlock_bookkept(token);
         }
-        token.released();
     }
 
     unsafe fn unlock_fair(&self, token: HeldToken) {

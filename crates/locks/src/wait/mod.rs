@@ -416,6 +416,14 @@ impl HeldToken {
         }
     }
 
+    /// Whether the release has nothing to do besides the algorithm's own (no class to restore,
+    /// no hold to time): one `or` and one branch on the two words, so that an uncontended
+    /// release tests the token once (issue 15, fifth round).
+    #[inline(always)]
+    pub(crate) fn is_bare(&self) -> bool {
+        (self.cell as usize as u64 | self.stamp) == 0
+    }
+
     /// When the hold started (0: not timed).
     #[inline(always)]
     fn since_ns(&self) -> u64 {
