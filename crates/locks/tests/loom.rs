@@ -721,3 +721,69 @@ fn ttas_block_park_barge_fair() {
 fn ttas_informed_park_barge_fair() {
     ttas_park_barge_fair::<Informed>();
 }
+
+/// Installs the OS hook as the calling thread's scheduler hook, as a runtime installs its own on
+/// a worker: the lock then takes the path of a thread whose class a scheduler reads (informed
+/// waiting with `Waiter`/`Holder` published), not the plain OS thread's `lock_os_thread`.
+fn hooked() {
+    install_hook(footprint_locks::os::os_hook());
+}
+
+/// [`ttas_barging`] on the hooked path (issue 15, fifth round: plain OS threads, which every
+/// other TTAS model runs on, now wait in `lock_os_thread`, so this keeps the informed wait with
+/// `PARKED`/`WAKING` checked where green threads use it).
+#[test]
+fn ttas_hooked_barging() {
+    model(|| {
+        hooked();
+        let lock = Arc::new(RawTtasLock::<Informed>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let h = thread::spawn(move || {
+            hooked();
+            increment_under(&*l, &v);
+            increment_under(&*l, &v);
+        });
+        increment_under(&*lock, &value);
+        increment_under(&*lock, &value);
+        h.join().unwrap();
+        assert_eq!(value.load(Ordering::Relaxed), 4);
+        assert!(!lock.is_locked());
+    });
+    uninstall_hook();
+}
+
+/// [`ttas_park_barge_fair`] on the hooked path: two hooked threads park behind the main one,
+/// which releases, barges back in and hands the lock over fairly.
+#[test]
+fn ttas_hooked_park_barge_fair() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        hooked();
+        let lock = Arc::new(RawTtasLock::<Informed>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let t = lock.lock();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, v) = (lock.clone(), value.clone());
+                thread::spawn(move || {
+                    hooked();
+                    increment_under(&*l, &v);
+                })
+            })
+            .collect();
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        let t = lock.lock();
+        let x = value.load(Ordering::Relaxed);
+        value.store(x + 1, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock_fair(t) };
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+        assert!(!lock.is_locked());
+    });
+    uninstall_hook();
+}

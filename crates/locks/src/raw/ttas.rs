@@ -2,7 +2,7 @@
 //! a "wake-up in flight" mark in its word.
 
 use super::{impl_raw_mutex, RawLock};
-use crate::hook::PriorityClass;
+use crate::hook::{current_hook, hook_installed, PriorityClass};
 use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
@@ -33,8 +33,10 @@ const HANDOFF: u32 = 8;
 /// # Protocol
 /// - **Acquire**: one compare-and-swap `0 → LOCKED` on the fast path. On failure, a quick spin
 ///   (a few hundred nanoseconds of backoff, no bookkeeping) and, on an OS thread, a few yields,
-///   both only while nobody is parked (`PARKED` clear; after parking_lot's `SpinWait`); then
-///   informed waiting (publish `Waiter`, spin or park as the scheduler says, see the crate docs).
+///   both only while nobody is parked (`PARKED` clear; after parking_lot's `SpinWait`); then, on
+///   a thread a scheduler hook schedules (a green thread), informed waiting (publish `Waiter`,
+///   spin or park as the scheduler says, see the crate docs), and on a plain OS thread a park
+///   (the kernel's signals decide only whether it spins and yields first, `lock_os_thread`).
 /// - **Park**: a waiter links itself into the queue, then sets `PARKED` with a read-modify-write
 ///   that requires `LOCKED` set (and no `HANDOFF`), and parks only if that held.
 /// - **Release** never hands the lock over: it clears `LOCKED` in one read-modify-write whose
@@ -328,9 +330,14 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if seen & LOCKED == 0 && self.try_acquire() {
             return self.held_fast();
         }
+        // A plain OS thread (no scheduler hook: nobody reads its class) waits as parking_lot's
+        // mutex does, with the kernel's signals (`lock_os_thread`).
+        if W::MODE == WaitMode::Informed && !hook_installed() {
+            return self.lock_os_thread();
+        }
         // No quick spin and no yield phase where the kernel last reported more runnable threads
         // than CPUs: there the holder may be waiting for this CPU (informed waiting parks at
-        // once, 002; with yields, 8 threads on 2 CPUs ran 10-20 % slower).
+        // once, 002).
         let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
@@ -389,6 +396,62 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         token.releasing(&self.meta);
         self.release_word();
         token.released();
+    }
+
+    /// The contended acquisition of a plain OS thread under informed waiting (no scheduler hook:
+    /// the kernel schedules it and reads no class, so it publishes none), shaped after
+    /// parking_lot's `lock_slow` and `SpinWait` (issue 15, fifth round): while nobody is parked,
+    /// the quick spin (three backoff rounds, 14 pauses) and the yield phase (seven
+    /// `sched_yield`s), each followed by a try; then link, set `PARKED` and park; after each
+    /// wake-up the same again. Informed by the kernel and the hold times:
+    /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`), no
+    ///   yields: the quick spin (≈0.5 µs, shorter than any time slice) and then a park, so that
+    ///   a preempted holder gets the CPU (002);
+    /// - where the lock's last holds were longer than half a park-and-wake (Bellosa's rule), it
+    ///   parks without spinning.
+    ///
+    /// The informed spin phase (spinning for half a switch, asking the kernel whether the holder
+    /// runs) is for threads a scheduler hook schedules; an OS thread that ran it after its
+    /// yields polled the lock's line for 3 µs more and parked rarely (`contended2/empty`: 306
+    /// futex calls a second against parking_lot's 14,600), at 1.2–1.6× parking_lot's time per
+    /// acquisition.
+    #[inline(never)]
+    fn lock_os_thread(&self) -> HeldToken {
+        let hook = current_hook();
+        let half_switch = hook.switch_cost_ns() / 2;
+        let mut waited = 0;
+        loop {
+            if self.nobody_parked() && self.meta.history.mean_ns() <= half_switch {
+                if let Some(pauses) = quick_spin(|| self.try_acquire()) {
+                    self.meta
+                        .times
+                        .holder_add_wait(waited + stats::pauses_to_ns(pauses));
+                    return self.held_after_spin();
+                }
+                if !crate::os::oversubscribed_hint() {
+                    if let Some(ns) = yield_phase(|| self.try_acquire()) {
+                        self.meta.times.holder_add_wait(waited + ns);
+                        return self.held_after_spin();
+                    }
+                }
+            }
+            // Samples the kernel's run queue again (at most once per `SAMPLE_INTERVAL_NS`) for
+            // the next round and the next waiter.
+            let _ = crate::os::oversubscribed();
+            let start = stats::now_ns();
+            if self
+                .meta
+                .queue
+                .park_notified(hook, 0, &mut || self.park_marked())
+            {
+                self.clear_waking();
+            }
+            waited += stats::now_ns().saturating_sub(start);
+            if self.took_over() || self.try_acquire() {
+                self.meta.times.holder_add_wait(waited);
+                return self.held(ClassScope::unpublished());
+            }
+        }
     }
 
     /// Clears `LOCKED` (the holder set it) in one read-modify-write and wakes a parked thread if
