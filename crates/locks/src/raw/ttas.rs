@@ -330,15 +330,15 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if seen & LOCKED == 0 && self.try_acquire() {
             return self.held_fast();
         }
-        // A plain OS thread (no scheduler hook: nobody reads its class) waits as parking_lot's
-        // mutex does, with the kernel's signals (`lock_os_thread`).
-        if W::MODE == WaitMode::Informed && !hook_installed() {
-            return self.lock_os_thread();
-        }
         // No quick spin and no yield phase where the kernel last reported more runnable threads
         // than CPUs: there the holder may be waiting for this CPU (informed waiting parks at
         // once, 002).
         let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
+        // A plain OS thread (no scheduler hook: nobody reads its class) waits as parking_lot's
+        // mutex does, with the kernel's signals (`lock_os_thread`).
+        if W::MODE == WaitMode::Informed && !crowded && !hook_installed() {
+            return self.lock_os_thread();
+        }
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
@@ -404,9 +404,11 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// the quick spin (three backoff rounds, 14 pauses) and the yield phase (seven
     /// `sched_yield`s), each followed by a try; then link, set `PARKED` and park; after each
     /// wake-up the same again. Informed by the kernel and the hold times:
-    /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`), no
-    ///   yields: the quick spin (≈0.5 µs, shorter than any time slice) and then a park, so that
-    ///   a preempted holder gets the CPU (002);
+    /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`) when
+    ///   the wait began, the caller takes the informed path instead (a yield to the runnable
+    ///   threads, then a park, 002: with the quick spin there, or with a yield, a try and a park
+    ///   in this loop, 8 threads on 2 CPUs took 1.14-1.36x std's time in five runs); if it
+    ///   says so after a wake-up, this loop parks again without spinning;
     /// - where the lock's last holds were longer than half a park-and-wake (Bellosa's rule), it
     ///   parks without spinning.
     ///
@@ -421,18 +423,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         let half_switch = hook.switch_cost_ns() / 2;
         let mut waited = 0;
         loop {
-            if self.nobody_parked() && self.meta.history.mean_ns() <= half_switch {
+            if self.nobody_parked()
+                && self.meta.history.mean_ns() <= half_switch
+                && !crate::os::oversubscribed_hint()
+            {
                 if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                     self.meta
                         .times
                         .holder_add_wait(waited + stats::pauses_to_ns(pauses));
                     return self.held_after_spin();
                 }
-                if !crate::os::oversubscribed_hint() {
-                    if let Some(ns) = yield_phase(|| self.try_acquire()) {
-                        self.meta.times.holder_add_wait(waited + ns);
-                        return self.held_after_spin();
-                    }
+                if let Some(ns) = yield_phase(|| self.try_acquire()) {
+                    self.meta.times.holder_add_wait(waited + ns);
+                    return self.held_after_spin();
                 }
             }
             // Samples the kernel's run queue again (at most once per `SAMPLE_INTERVAL_NS`) for
