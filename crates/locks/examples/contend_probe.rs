@@ -12,10 +12,13 @@
 //! - `oversub8`: 8 threads, ≈100 ns inside and ≈1 µs outside (`oversub8`).
 #![cfg(not(loom))]
 
-use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+
+#[path = "../benches/common/work.rs"]
+mod work_units;
+use work_units::{units_per_us, work};
 
 /// Anything lockable: runs `f` under the lock.
 trait Lockable: Send + Sync + 'static {
@@ -41,23 +44,6 @@ impl Lockable for footprint_locks::Mutex<u64> {
     fn with(&self, f: impl FnOnce(&mut u64)) {
         f(&mut self.lock())
     }
-}
-
-#[inline(never)]
-fn work(units: u64) {
-    let mut x = 1u64;
-    for i in 0..units {
-        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-    }
-    black_box(x);
-}
-
-/// Work units per microsecond.
-fn units_per_us() -> u64 {
-    let n = 2_000_000u64;
-    let t = Instant::now();
-    work(n);
-    (n * 1000 / t.elapsed().as_nanos().max(1) as u64).max(1)
 }
 
 /// The loop's shape: threads, work inside and outside the critical section (units).
