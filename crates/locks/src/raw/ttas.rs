@@ -407,7 +407,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`) when
     ///   the wait began, the caller takes the informed path instead (a yield to the runnable
     ///   threads, then a park, 002: with the quick spin there, or with a yield, a try and a park
-    ///   in this loop, 8 threads on 2 CPUs took 1.14-1.36x std's time in five runs); if it
+    ///   in this loop, 8 threads on 2 CPUs took 1.05-1.32x std's time in five runs); if it
     ///   says so after a wake-up, this loop parks again without spinning;
     /// - where the lock's last holds were longer than half a park-and-wake (Bellosa's rule), it
     ///   parks without spinning.
@@ -415,7 +415,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// The informed spin phase (spinning for half a switch, asking the kernel whether the holder
     /// runs) is for threads a scheduler hook schedules; an OS thread that ran it after its
     /// yields polled the lock's line for 3 µs more and parked rarely (`contended2/empty`: 306
-    /// futex calls a second against parking_lot's 14,600), at 1.2–1.6× parking_lot's time per
+    /// futex calls per CPU-second against parking_lot's 14,600), at 1.2–1.9× parking_lot's time per
     /// acquisition.
     #[inline(never)]
     fn lock_os_thread(&self) -> HeldToken {
