@@ -24,29 +24,12 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use footprint_locks::*;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Work units per microsecond, calibrated once.
-fn units_per_us() -> u64 {
-    static U: OnceLock<u64> = OnceLock::new();
-    *U.get_or_init(|| {
-        let n = 2_000_000u64;
-        let t = Instant::now();
-        work(n);
-        let ns = t.elapsed().as_nanos().max(1) as u64;
-        (n * 1000 / ns).max(1)
-    })
-}
-
-#[inline(never)]
-fn work(units: u64) {
-    let mut x = 1u64;
-    for i in 0..units {
-        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-    }
-    black_box(x);
-}
+#[path = "common/work.rs"]
+mod work_units;
+use work_units::{units_per_us, work};
 
 /// Anything lockable: runs `f` under the lock.
 trait Lockable: Send + Sync + 'static {

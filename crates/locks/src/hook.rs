@@ -54,6 +54,14 @@ pub fn current_hook() -> &'static dyn SchedulerHook {
         .unwrap_or_else(crate::os::os_hook)
 }
 
+/// Whether a scheduler hook is installed on the calling thread (a green thread's worker, or a
+/// test's hook): where none is, the kernel schedules the thread and nobody reads its class. Not
+/// inlined, for the same reason as [`current_hook`].
+#[inline(never)]
+pub(crate) fn hook_installed() -> bool {
+    INSTALLED.with(|h| h.get()).is_some()
+}
+
 /// The calling thread's class cell: `current_hook().class_cell()`, with no virtual call where no
 /// hook is installed (an OS thread). Not inlined, for the same reason as [`current_hook`].
 #[inline(never)]

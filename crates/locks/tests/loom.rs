@@ -617,11 +617,18 @@ fn ttas_informed_three() {
 /// it again while the thread it woke has not run yet (that release must not lose the woken
 /// thread's turn for good, nor wake a second time while the first wake-up is in flight).
 fn ttas_barging<W: WaitPolicy>() {
-    model(|| {
+    ttas_barging_on::<W>(|| {});
+}
+
+/// [`ttas_barging`] with `on_thread` run first on every thread (e.g. [`hooked`]).
+fn ttas_barging_on<W: WaitPolicy>(on_thread: fn()) {
+    model(move || {
+        on_thread();
         let lock = Arc::new(RawTtasLock::<W>::new());
         let value = Arc::new(AtomicUsize::new(0));
         let (l, v) = (lock.clone(), value.clone());
         let h = thread::spawn(move || {
+            on_thread();
             increment_under(&*l, &v);
             increment_under(&*l, &v);
         });
@@ -692,12 +699,26 @@ fn ttas_informed_leaver() {
 /// again and hands it over fairly. Every thread gets in exactly once more than the main one's
 /// two holds, and the lock ends free with `PARKED` cleared by whoever emptied the queue.
 fn ttas_park_barge_fair<W: WaitPolicy>() {
+    ttas_park_barge_fair_on::<W>(|| {});
+}
+
+/// [`ttas_park_barge_fair`] with `on_thread` run first on every thread (e.g. [`hooked`]).
+fn ttas_park_barge_fair_on<W: WaitPolicy>(on_thread: fn()) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    model_one_preemption(|| {
+    model_one_preemption(move || {
+        on_thread();
         let lock = Arc::new(RawTtasLock::<W>::new());
         let value = Arc::new(AtomicUsize::new(0));
         let t = lock.lock();
-        let hs = spawn_incrementers(2, &lock, &value);
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, v) = (lock.clone(), value.clone());
+                thread::spawn(move || {
+                    on_thread();
+                    increment_under(&*l, &v);
+                })
+            })
+            .collect();
         // SAFETY: held through `t`.
         unsafe { lock.unlock(t) };
         let t = lock.lock();
@@ -720,4 +741,28 @@ fn ttas_block_park_barge_fair() {
 #[test]
 fn ttas_informed_park_barge_fair() {
     ttas_park_barge_fair::<Informed>();
+}
+
+/// Installs the OS hook as the calling thread's scheduler hook, as a runtime installs its own on
+/// a worker: the lock then takes the path of a thread whose class a scheduler reads (informed
+/// waiting with `Waiter`/`Holder` published), not the plain OS thread's `lock_os_thread`.
+fn hooked() {
+    install_hook(footprint_locks::os::os_hook());
+}
+
+/// [`ttas_barging`] on the hooked path (issue 15, fifth round: plain OS threads, which every
+/// other TTAS model runs on, now wait in `lock_os_thread`, so this keeps the informed wait with
+/// `PARKED`/`WAKING` checked where green threads use it).
+#[test]
+fn ttas_hooked_barging() {
+    ttas_barging_on::<Informed>(hooked);
+    uninstall_hook();
+}
+
+/// [`ttas_park_barge_fair`] on the hooked path: two hooked threads park behind the main one,
+/// which releases, barges back in and hands the lock over fairly.
+#[test]
+fn ttas_hooked_park_barge_fair() {
+    ttas_park_barge_fair_on::<Informed>(hooked);
+    uninstall_hook();
 }

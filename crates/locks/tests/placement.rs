@@ -4,6 +4,7 @@
 //! Both threads run under fake scheduler hooks: the releaser's says it runs on worker 3, the
 //! waiter's records every `Placement` its unparker receives. One test function only, because the
 //! switch is process-wide and tests of one binary run in parallel.
+#![cfg(not(loom))]
 
 use footprint_locks::{
     install_hook, placement, uninstall_hook, BlockTtasMutex, Condvar, ImmediateBlock, Placement,

@@ -28,9 +28,10 @@ const CHECK_EVERY: u32 = if cfg!(loom) { 1 } else { 4 };
 pub(crate) const MAX_BACKOFF_SHIFT: u32 = 6;
 
 /// Rounds of the quick spin: round `r` (from 1) waits 2^r pause instructions and then tries,
-/// so the whole spin is 2^(QUICK_ROUNDS+1) - 2 pauses (30: about 1 µs where a pause takes 33 ns,
-/// as on this project's Xeon; a fraction of that on older cores). Under loom: one round.
-const QUICK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 4 };
+/// so the whole spin is 2^(QUICK_ROUNDS+1) - 2 pauses (14: about 0.5 µs where a pause takes
+/// 33 ns, as on this project's Xeon; a fraction of that on older cores; parking_lot's
+/// `SpinWait` spins the same three rounds). Under loom: one round.
+const QUICK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 3 };
 
 /// The first thing a contended acquisition does: up to [`QUICK_ROUNDS`] rounds of exponential
 /// backoff, calling `try_acquire()` after each. Nothing else: no clock read, no class
@@ -58,12 +59,12 @@ pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
     None
 }
 
-/// Yields of the yield phase (under loom: one).
-const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 8 };
+/// Yields of the yield phase, as many as parking_lot's `SpinWait` makes (under loom: one).
+const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 7 };
 
-/// What an OS thread under informed waiting does when the quick spin ran out, before the
-/// informing rules, where the kernel does not report the machine oversubscribed (there the
-/// caller parks at once, 002): up to [`YIELD_ROUNDS`] times, give up the CPU (`sched_yield`), then call
+/// What an OS thread under informed waiting does when the quick spin ran out, before it parks,
+/// where the kernel does not report the machine oversubscribed (there the caller parks at
+/// once, 002): up to [`YIELD_ROUNDS`] times, give up the CPU (`sched_yield`), then call
 /// `try_acquire()`. Returns the nanoseconds it took when `try_acquire()` succeeded, `None`
 /// when the phase ran out (or the caller is a green thread, which skips it).
 ///
@@ -81,8 +82,11 @@ pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> 
     let start = stats::now_ns();
     for _ in 0..YIELD_ROUNDS {
         crate::sync::os_yield();
+        // The clock before the try: after a successful one it would be read inside the
+        // critical section, which the other thread is waiting to begin.
+        let now = stats::now_ns();
         if try_acquire() {
-            return Some(stats::now_ns().saturating_sub(start));
+            return Some(now.saturating_sub(start));
         }
     }
     None

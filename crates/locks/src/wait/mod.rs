@@ -77,6 +77,8 @@ pub(crate) const SAMPLE_EVERY: u32 = 32;
 /// The TTAS lock times one hold in this many of a thread's holds of contended locks
 /// ([`sample_this_hold`]): its holds are the shortest (a few ns to a few hundred), so two clock
 /// reads (55-75 ns each on this project's VM) in 32 holds were 6 % of a 2-thread loop's samples.
+/// (Under loom no hold is timed, see [`sample_this_hold`].)
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const HOLD_SAMPLE_EVERY: u32 = 256;
 
 #[cfg(not(loom))]
@@ -414,6 +416,14 @@ impl HeldToken {
             cell,
             stamp: (since_ns << CLASS_BITS) | saved.as_u8() as u64,
         }
+    }
+
+    /// Whether the release has nothing to do besides the algorithm's own (no class to restore,
+    /// no hold to time): one `or` and one branch on the two words, so that an uncontended
+    /// release tests the token once (issue 15, fifth round).
+    #[inline(always)]
+    pub(crate) fn is_bare(&self) -> bool {
+        (self.cell as usize as u64 | self.stamp) == 0
     }
 
     /// When the hold started (0: not timed).
