@@ -41,7 +41,8 @@
 //! [`Thresholds::phase_spread_k`] times their running deviation for
 //! [`Thresholds::phase_confirm`] intervals in a row, the phase has changed (003 §5.2.2). The
 //! search then starts again **around the settled count**, not from `min`: the shifted intervals
-//! are the settled count's profile in the new phase; `T_step` fewer workers are tried first and
+//! but the first (which may straddle the change) are the settled count's profile in the new
+//! phase; `T_step` fewer workers are tried first and
 //! kept (and fewer still tried) while the count above does no better by Terminate's rules;
 //! when the fewer do worse, the search goes back up and climbs by Algorithm 1 from the settled
 //! count (at `min`, it climbs at once). A re-search thus costs one try at a neighbouring count

@@ -69,7 +69,7 @@ impl Watch {
     }
 
     /// Feeds one settled interval; returns the new phase's profile (the mean of the shifted
-    /// intervals) when `confirm` shifted intervals in a row, all to the same side, make a phase
+    /// intervals but the first, which may straddle the change) when `confirm` shifted intervals in a row, all to the same side, make a phase
     /// change.
     pub(crate) fn observe(&mut self, th: &Thresholds, s: &Sample, confirm: u32) -> Option<Sample> {
         let side = self.shifted(th, s);
@@ -83,8 +83,13 @@ impl Watch {
             if self.drift.len() < confirm.max(1) as usize {
                 return None;
             }
+            // The first shifted interval may straddle the change (the end of the old phase and
+            // the start of the new one): a phase whose rate fell 50-fold read 7.5 times its new
+            // rate there, and a profile that included it made the next try look like no gain.
+            // The new phase is the intervals after it (that one alone where it is all).
             let mut acc = Acc::default();
-            for d in &self.drift {
+            let from = usize::from(self.drift.len() > 1);
+            for d in &self.drift[from..] {
                 acc.add(d, false);
             }
             self.drift.clear();
