@@ -179,6 +179,25 @@ impl WorkerLocal {
         }
     }
 
+    /// Whether a thread woken for this worker (by the thread running here) should wait in this
+    /// worker's inbox rather than its ready structure: where another thread already waits in
+    /// the ready structure (a queue order) and another worker idles. The ready structure is this
+    /// worker's alone, and the running thread keeps the worker until it parks, yields or ends;
+    /// the inbox is this worker's too (it takes from it right after its ready threads) but
+    /// others may steal from it. Without this, a barrier whose last arrival woke 8 threads here
+    /// while the other worker slept left them all waiting until that thread had finished its
+    /// own part (issue 15: the second worker of `lock_hot`'s runs started 340–450 µs after the
+    /// first, and the threads split 5 to 3). The first woken thread stays in the ready
+    /// structure (lock-hot placement's hand-over to the releaser's worker); a policy order keeps
+    /// every thread in its heap (it orders them by key).
+    #[inline]
+    pub(crate) fn offers_woken(&self) -> bool {
+        let ready = self.ready();
+        ready.len() > 0
+            && !matches!(ready, ReadyQueue::Policy(_))
+            && self.shared().idle.load(Ordering::Relaxed) > 0
+    }
+
     /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
     /// policy order (whose worker takes its inbox's resumptions back into its heap) through the
     /// injector.
@@ -426,7 +445,12 @@ impl WorkerLocal {
             }
             t.last_worker.store(self.index, Ordering::Relaxed);
             self.ctx.current.set(t);
+            // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
+            // block (the cell's owner) outlives that: we hold its run reference.
+            footprint_locks::hook::set_scheduled_class_cell(&t.class);
             let r = co.as_mut().expect("coroutine present").resume(());
+            // SAFETY: nothing runs on this thread's behalf now.
+            footprint_locks::hook::set_scheduled_class_cell(ptr::null());
             self.ctx.current.set(ptr::null());
             let misses = if self.timed { self.end_run(t) } else { None };
             match r {

@@ -11,7 +11,6 @@ use crate::wait::{
     WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
-use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
 /// The lock is held.
 const LOCKED: u32 = 1;
@@ -26,6 +25,16 @@ const WAKING: u32 = 4;
 /// A fair unlock left `LOCKED` set for a waiter to take over (`unlock_fair`): the first waiter
 /// that clears this mark owns the lock.
 const HANDOFF: u32 = 8;
+/// "Informing on", set for good by the first waiter on a thread that a scheduler hook schedules
+/// (a green thread, where classes are read) that went past the quick spin: from then on holders
+/// publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY)
+/// (picked by a per-thread count, [`sample_this_hold`]). In the word, so that the fast path's
+/// compare-and-swap `0 → LOCKED` fails on an informing lock and the acquisition does its
+/// bookkeeping *before* it takes the lock (`acquire_informing`): done after it, inside the
+/// critical section, it made the section several times longer, and two green threads on a hot
+/// lock collided that much more often (issue 15: 000's `multiple_ctr`, 447 µs per thread
+/// against 253 µs on std threads; see the README).
+const INFORMING: u32 = 16;
 /// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
 /// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
 /// `Waiter` (no thread is "next" in a TTAS lock).
@@ -58,12 +67,6 @@ const HANDOFF: u32 = 8;
 #[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     state: AtomicU32,
-    /// 0 until a waiter on a thread that a scheduler hook schedules (a green thread, where
-    /// classes are read) went past the quick spin, then 1 for good ("informing on"): from then
-    /// on holders publish `Holder` and time one hold in
-    /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) (picked by a per-thread count,
-    /// [`sample_this_hold`]). Written once; every acquisition reads it, on the word's cache line.
-    contended: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -74,7 +77,6 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub const fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
-            contended: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -85,7 +87,6 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
-            contended: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -102,21 +103,70 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 .is_ok()
     }
 
-    /// The guard state of an acquisition that waited for nothing (`lock`'s and `try_lock`'s fast
-    /// path), before any class is known.
+    /// The guard state of an acquisition whose compare-and-swap found `INFORMING` clear (`lock`'s
+    /// fast path).
     ///
-    /// A lock that is not informing (`contended == 0`), with statistics off, publishes nothing:
-    /// the holder's class is read only by a scheduler whose threads wait, and there are none (the
-    /// first such waiter that goes past the quick spin sets `contended`, and from then on every
-    /// holder publishes `Holder`). So this is one load and one flag test, with no thread-local,
-    /// no class store and no restore at the release; the informing path is out of line
-    /// (`held_informing`).
+    /// A lock that is not informing, with statistics off, publishes nothing: the holder's class
+    /// is read only by a scheduler whose threads wait, and there are none (the first such waiter
+    /// that goes past the quick spin sets `INFORMING`, and from then on every holder publishes
+    /// `Holder`). So this is one flag test, with no thread-local, no class store and no restore
+    /// at the release; the statistics path is out of line (`held_informing`).
     #[inline(always)]
-    fn held_fast(&self) -> HeldToken {
-        if self.contended.load(Ordering::Relaxed) == 0 && !stats::enabled() {
+    fn held_plain(&self) -> HeldToken {
+        if !stats::enabled() {
             return HeldToken::unpublished();
         }
         self.held_informing()
+    }
+
+    /// The guard state of an acquisition that did no bookkeeping before it (`try_lock`'s, a
+    /// timed acquisition's and a fair hand-over's): [`held_plain`](Self::held_plain) where the
+    /// lock is not informing, else the bookkeeping now, inside the critical section.
+    #[inline]
+    fn held_fast(&self) -> HeldToken {
+        if self.state.load(Ordering::Relaxed) & INFORMING == 0 {
+            return self.held_plain();
+        }
+        self.held_informing()
+    }
+
+    /// The bookkeeping of an informing lock's acquisition, done *before* it tries to take the
+    /// lock (see [`INFORMING`]): the class scope (the thread-local lookups of the hook and its
+    /// class cell) and whether this hold is timed. Inside the critical section only the
+    /// `Holder` store and the token remain.
+    #[inline]
+    fn before_informing_hold(&self) -> (ClassScope, bool) {
+        (ClassScope::enter_for_scheduler::<W>(), sample_this_hold())
+    }
+
+    /// The guard state from [`before_informing_hold`](Self::before_informing_hold)'s result,
+    /// once the lock is taken.
+    #[inline]
+    fn held_prepared(&self, (scope, sample): (ClassScope, bool)) -> HeldToken {
+        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+    }
+
+    /// `lock` on an informing lock whose word read `INFORMING` alone (free, nobody parked): the
+    /// bookkeeping, then one compare-and-swap from that word; the slow path if it changed.
+    #[inline(never)]
+    fn lock_informing(&self) -> HeldToken {
+        let prepared = self.before_informing_hold();
+        match self.state.compare_exchange(
+            INFORMING,
+            INFORMING | LOCKED,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => self.held_prepared(prepared),
+            Err(seen) => self.lock_slow(seen),
+        }
+    }
+
+    /// An informing lock that looked free: the bookkeeping, then one try.
+    #[inline(never)]
+    fn acquire_informing(&self) -> Option<HeldToken> {
+        let prepared = self.before_informing_hold();
+        self.try_acquire().then(|| self.held_prepared(prepared))
     }
 
     /// [`held_fast`](Self::held_fast) once the lock is informing (or statistics are on): saves
@@ -134,18 +184,22 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[inline]
     fn held(&self, scope: ClassScope) -> HeldToken {
         let sample = W::MODE == WaitMode::Informed && sample_this_hold();
-        if !sample && self.contended.load(Ordering::Relaxed) == 0 && !stats::enabled() {
+        if !sample && self.state.load(Ordering::Relaxed) & INFORMING == 0 && !stats::enabled() {
             return scope.into_held_untimed();
         }
         scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
     }
 
-    /// [`held`](Self::held) after a wait that ended in the quick spin or the yield phase (no
-    /// class scope entered): on a lock that is not informing it publishes nothing and reads no
+    /// [`held`](Self::held) after a wait that ended in the quick spin or the yield phase:
+    /// with the bookkeeping prepared before the spin where the lock was informing then
+    /// (`prepared`), else, on a lock that is not informing, it publishes nothing and reads no
     /// thread-local beyond the sampling count.
     #[inline]
-    fn held_after_spin(&self) -> HeldToken {
-        if self.contended.load(Ordering::Relaxed) != 0 || stats::enabled() {
+    fn held_after_spin(&self, prepared: Option<(ClassScope, bool)>) -> HeldToken {
+        if let Some(p) = prepared {
+            return self.held_prepared(p);
+        }
+        if self.state.load(Ordering::Relaxed) & INFORMING != 0 || stats::enabled() {
             return self.held_informing();
         }
         if W::MODE == WaitMode::Informed && sample_this_hold() {
@@ -160,7 +214,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// 6 % of a 2-thread loop's samples.
     #[inline(never)]
     fn held_counted(&self, scope: ClassScope) -> HeldToken {
-        let sample = self.contended.load(Ordering::Relaxed) != 0 && sample_this_hold();
+        let sample = self.state.load(Ordering::Relaxed) & INFORMING != 0 && sample_this_hold();
         scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
     }
 
@@ -173,9 +227,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     fn mark_contended(&self, scope: &ClassScope) {
         if W::MODE != WaitMode::Spin
             && scope.cell().is_some()
-            && self.contended.load(Ordering::Relaxed) == 0
+            && self.state.load(Ordering::Relaxed) & INFORMING == 0
         {
-            self.contended.store(1, Ordering::Relaxed);
+            self.state.fetch_or(INFORMING, Ordering::Relaxed);
         }
     }
 
@@ -326,9 +380,17 @@ impl<W: WaitPolicy> RawTtasLock<W> {
 
     #[cold]
     fn lock_slow(&self, seen: u32) -> HeldToken {
-        // The word was not 0 but the lock may be free (only `PARKED` or `WAKING` set).
-        if seen & LOCKED == 0 && self.try_acquire() {
-            return self.held_fast();
+        // The word was not 0 but the lock may be free (only `INFORMING`, `PARKED` or `WAKING`
+        // set): an informing lock's every acquisition comes here, to do its bookkeeping before
+        // it takes the lock.
+        if seen & LOCKED == 0 {
+            if seen & INFORMING != 0 {
+                if let Some(t) = self.acquire_informing() {
+                    return t;
+                }
+            } else if self.try_acquire() {
+                return self.held_fast();
+            }
         }
         // No quick spin and no yield phase where the kernel last reported more runnable threads
         // than CPUs: there the holder may be waiting for this CPU (informed waiting parks at
@@ -340,15 +402,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             return self.lock_os_thread();
         }
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
+            // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
+            let prepared = (self.state.load(Ordering::Relaxed) & INFORMING != 0)
+                .then(|| self.before_informing_hold());
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
-                return self.held_after_spin();
+                return self.held_after_spin(prepared);
             }
-        }
-        if W::MODE == WaitMode::Informed && !crowded && self.nobody_parked() {
-            if let Some(ns) = yield_phase(|| self.try_acquire()) {
-                self.meta.times.holder_add_wait(ns);
-                return self.held_after_spin();
+            if W::MODE == WaitMode::Informed && self.nobody_parked() {
+                if let Some(ns) = yield_phase(|| self.try_acquire()) {
+                    self.meta.times.holder_add_wait(ns);
+                    return self.held_after_spin(prepared);
+                }
             }
         }
         let scope = ClassScope::enter_for_scheduler::<W>();
@@ -431,11 +496,11 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                     self.meta
                         .times
                         .holder_add_wait(waited + stats::pauses_to_ns(pauses));
-                    return self.held_after_spin();
+                    return self.held_after_spin(None);
                 }
                 if let Some(ns) = yield_phase(|| self.try_acquire()) {
                     self.meta.times.holder_add_wait(waited + ns);
-                    return self.held_after_spin();
+                    return self.held_after_spin(None);
                 }
             }
             // Samples the kernel's run queue again (at most once per `SAMPLE_INTERVAL_NS`) for
@@ -533,13 +598,18 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
             .state
             .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
         {
-            Ok(_) => self.held_fast(),
+            Ok(_) => self.held_plain(),
+            // Free and informing: the bookkeeping, then a compare-and-swap from the word seen.
+            Err(INFORMING) => self.lock_informing(),
             Err(seen) => self.lock_slow(seen),
         }
     }
 
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
+        if self.state.load(Ordering::Relaxed) & INFORMING != 0 {
+            return self.acquire_informing();
+        }
         self.try_acquire().then(|| self.held_fast())
     }
 

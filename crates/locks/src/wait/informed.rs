@@ -62,21 +62,45 @@ pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
 /// Yields of the yield phase, as many as parking_lot's `SpinWait` makes (under loom: one).
 const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 7 };
 
-/// What an OS thread under informed waiting does when the quick spin ran out, before it parks,
+/// How long a green thread's round of the yield phase stays off the lock's line (pauses, timed
+/// with the calibrated pause): about what a `sched_yield` takes where nothing else wants the CPU.
+const GREEN_OFF_LINE_NS: u64 = 500;
+
+/// What a waiter under informed waiting does when the quick spin ran out, before it parks,
 /// where the kernel does not report the machine oversubscribed (there the caller parks at
-/// once, 002): up to [`YIELD_ROUNDS`] times, give up the CPU (`sched_yield`), then call
-/// `try_acquire()`. Returns the nanoseconds it took when `try_acquire()` succeeded, `None`
-/// when the phase ran out (or the caller is a green thread, which skips it).
+/// once, 002): up to [`YIELD_ROUNDS`] times, stay off the lock's cache line for a while, then
+/// call `try_acquire()`. An OS thread gives up the CPU (`sched_yield`); a green thread pauses
+/// for [`GREEN_OFF_LINE_NS`] without reading the line. Returns the nanoseconds it took when
+/// `try_acquire()` succeeded (for a green thread counted in pauses, not read from the clock),
+/// `None` when the phase ran out.
 ///
 /// Why (issue 15, after parking_lot's `SpinWait`): two threads that take a lock every few tens
 /// of nanoseconds move its cache line between the cores at every acquisition when the waiter
-/// keeps polling; a yield takes the waiter off the line for a system call's time (≈1 µs where
-/// nothing else wants the CPU), so the holder's thread runs several acquisitions in a row with
-/// the line in its cache, and the waiter pays no park and the releaser no wake-up. A green
-/// thread skips it: its yield would run another green thread of its worker, which the
-/// informing rules decide.
+/// keeps polling; a round off the line lets the holder's thread run several acquisitions in a
+/// row with the line in its cache, and the waiter pays no park and the releaser no wake-up.
+/// A green thread does not `sched_yield` (that would give up its worker's CPU) nor yield to its
+/// worker's other green threads (which the informing rules decide afterwards): it pauses. Without
+/// this phase a green waiter went from the quick spin to the informed spin, which polls the
+/// line every few hundred nanoseconds: 000's `multiple_ctr` on green threads took 1.15–1.2× the
+/// time it takes with it (same process, alternating runs; parking_lot's mutex on the same
+/// green threads, which spins and `sched_yield`s, took as long as with it).
 pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> {
     if current_hook().is_green() {
+        let per_round = if cfg!(loom) {
+            1
+        } else {
+            (GREEN_OFF_LINE_NS * 1000 / stats::pauses_to_ns(1000).max(1)).max(8)
+        };
+        for round in 1..=YIELD_ROUNDS as u64 {
+            for _ in 0..per_round {
+                spin_hint();
+            }
+            if try_acquire() {
+                return Some(stats::pauses_to_ns(
+                    (round * per_round).min(u32::MAX as u64) as u32,
+                ));
+            }
+        }
         return None;
     }
     let start = stats::now_ns();

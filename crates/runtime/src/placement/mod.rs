@@ -146,6 +146,11 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         // adaptive (issue 12): a worker above the active limit hands wake-ups on (its own
         // threads go to the injector when it rests).
         (Route::Local, Some(w)) if w.index >= shared.active_limit() => to_injector(shared, task),
+        // Another thread waits here already and a worker idles: where it can take this one.
+        (Route::Local, Some(w)) if w.offers_woken() => {
+            shared.workers[w.index].inbox.push(Job::Task(task));
+            shared.notify_one(w.index);
+        }
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
         (Route::Local, Some(w)) => unsafe { (*w.ready.get()).push_woken(Job::Task(task)) },
         (Route::Local, None) => unreachable!("a local route needs a worker"),
