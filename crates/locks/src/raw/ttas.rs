@@ -409,7 +409,14 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
                 return self.held_after_spin(prepared);
             }
-            if W::MODE == WaitMode::Informed && self.nobody_parked() {
+            // Off the line for a while (a green thread pauses, a hooked OS thread yields), unless
+            // the lock's holds are longer than half a switch (Bellosa's rule, as in
+            // `lock_os_thread`): then the informed wait parks at once, and the worker runs
+            // other green threads instead.
+            if W::MODE == WaitMode::Informed
+                && self.nobody_parked()
+                && self.meta.history.mean_ns() <= current_hook().switch_cost_ns() / 2
+            {
                 if let Some(ns) = yield_phase(|| self.try_acquire()) {
                     self.meta.times.holder_add_wait(ns);
                     return self.held_after_spin(prepared);
