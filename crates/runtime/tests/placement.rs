@@ -528,3 +528,68 @@ fn hinted_threads_stress_exact_counts() {
         );
     });
 }
+
+/// Threads woken on a worker whose running thread keeps it (it neither parks nor yields) while
+/// another worker sleeps are taken by that worker: all but the first go where it can steal them
+/// (issue 15: a barrier's last arrival woke 8 threads onto its worker and ran on for hundreds of
+/// microseconds while the other worker slept). Without that, the waker below would spin for ever
+/// (the watchdog fails the test).
+#[test]
+fn threads_woken_behind_a_busy_waker_run_on_an_idle_worker() {
+    const WOKEN: usize = 6;
+    with_watchdog(60, "woken threads behind a busy waker", || {
+        let rt = rt(2);
+        for _round in 0..10 {
+            let started = Arc::new(AtomicUsize::new(0));
+            let parked = Arc::new(AtomicUsize::new(0));
+            let release = Arc::new(AtomicBool::new(false));
+            let unparkers = Arc::new(std::sync::Mutex::new(Vec::new()));
+            rt.block_on(|| {
+                migrate_to(0).unwrap();
+                let handles: Vec<_> = (0..WOKEN)
+                    .map(|_| {
+                        let (s, p, r, u) = (
+                            started.clone(),
+                            parked.clone(),
+                            release.clone(),
+                            unparkers.clone(),
+                        );
+                        footprint_runtime::spawn(move || {
+                            migrate_to(0).unwrap();
+                            let me = footprint_runtime::park::current_unparker();
+                            u.lock().unwrap().push(me);
+                            p.fetch_add(1, Ordering::AcqRel);
+                            while !r.load(Ordering::Acquire) {
+                                footprint_runtime::park::park();
+                            }
+                            s.fetch_add(1, Ordering::AcqRel);
+                        })
+                    })
+                    .collect();
+                // Everyone has parked on worker 0 (this thread yields there meanwhile).
+                while parked.load(Ordering::Acquire) < WOKEN {
+                    yield_now();
+                }
+                release.store(true, Ordering::Release);
+                let unparkers = unparkers.lock().unwrap();
+                // The first stays on worker 0 (behind this thread, which keeps the worker).
+                unparkers[0].unpark(footprint_locks::Placement::Anywhere);
+                for (k, u) in unparkers.iter().enumerate().skip(1) {
+                    // Worker 1 is asleep (it has nothing to do) before each wake-up.
+                    while rt.sleeping_workers() == 0 {
+                        std::hint::spin_loop();
+                    }
+                    u.unpark(footprint_locks::Placement::Anywhere);
+                    while started.load(Ordering::Acquire) < k {
+                        std::hint::spin_loop();
+                    }
+                }
+                drop(unparkers);
+                for h in handles {
+                    h.join().unwrap();
+                }
+            });
+            assert_eq!(started.load(Ordering::Acquire), WOKEN);
+        }
+    });
+}
