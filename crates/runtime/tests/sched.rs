@@ -389,3 +389,58 @@ fn repeated_fork_join_from_outside_never_hangs() {
         Err(_) => panic!("repeated fib hangs: {}", rt.debug_state()),
     }
 }
+
+/// Once a green waiter has made a mutex informing, every green holder publishes `Holder` for
+/// the hold and gets its own class back at the release, including an acquisition that found the
+/// lock free (its bookkeeping runs before the compare-and-swap, issue 15), and a holder that
+/// yields keeps `Holder` while it is ready.
+#[test]
+fn green_holders_of_an_informing_mutex_publish_holder() {
+    with_watchdog(60, "informing mutex classes", || {
+        let rt = rt(1);
+        rt.block_on(|| {
+            let lock = Arc::new(footprint_locks::Mutex::new(0u64));
+            // Before any waiter: nothing published.
+            {
+                let _g = lock.lock();
+                assert_eq!(current_hook().class_cell().get(), PriorityClass::Running);
+            }
+            // A holder that yields while holding, and a waiter behind it on the one worker: the
+            // waiter cannot spin the lock free, so it waits informed (and marks the lock).
+            let (l1, l2) = (lock.clone(), lock.clone());
+            let trying = Arc::new(AtomicBool::new(false));
+            let (t1, t2) = (trying.clone(), trying.clone());
+            let holder = spawn(move || {
+                let mut g = l1.lock();
+                *g += 1;
+                // Until the waiter has tried, and once more so that it waits.
+                while !t1.load(Ordering::Acquire) {
+                    yield_now();
+                }
+                yield_now();
+                *g += 1;
+            });
+            yield_now(); // the holder takes the lock and yields back
+            let waiter = spawn(move || {
+                t2.store(true, Ordering::Release);
+                let mut g = l2.lock();
+                assert_eq!(current_hook().class_cell().get(), PriorityClass::Holder);
+                *g += 1;
+            });
+            holder.join().unwrap();
+            waiter.join().unwrap();
+            // Free and informing now: this acquisition publishes `Holder` as well.
+            for _ in 0..3 {
+                let g = lock.lock();
+                assert_eq!(*g, 3);
+                assert_eq!(current_hook().class_cell().get(), PriorityClass::Holder);
+                drop(g);
+                assert_eq!(current_hook().class_cell().get(), PriorityClass::Running);
+            }
+            assert!(lock
+                .try_lock()
+                .is_some_and(|_g| { current_hook().class_cell().get() == PriorityClass::Holder }));
+            assert_eq!(current_hook().class_cell().get(), PriorityClass::Running);
+        });
+    });
+}
