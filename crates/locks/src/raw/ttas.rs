@@ -40,7 +40,9 @@ const INFORMING: u32 = 16;
 /// `Waiter` (no thread is "next" in a TTAS lock).
 ///
 /// # Protocol
-/// - **Acquire**: one compare-and-swap `0 → LOCKED` on the fast path. On failure, a quick spin
+/// - **Acquire**: one compare-and-swap `0 → LOCKED` on the fast path (on an informing lock,
+///   whose word reads `INFORMING` when free, the bookkeeping and then `INFORMING → INFORMING |
+///   LOCKED`). On failure, a quick spin
 ///   (a few hundred nanoseconds of backoff, no bookkeeping) and, on an OS thread, a few yields,
 ///   both only while nobody is parked (`PARKED` clear; after parking_lot's `SpinWait`); then, on
 ///   a thread a scheduler hook schedules (a green thread), informed waiting (publish `Waiter`,
