@@ -36,8 +36,7 @@ const HANDOFF: u32 = 8;
 ///   both only while nobody is parked (`PARKED` clear; after parking_lot's `SpinWait`); then, on
 ///   a thread a scheduler hook schedules (a green thread), informed waiting (publish `Waiter`,
 ///   spin or park as the scheduler says, see the crate docs), and on a plain OS thread a park
-///   (the kernel's signals decide only whether it spins and yields first, or yields once when
-///   the machine is oversubscribed, `lock_os_thread`).
+///   (the kernel's signals decide only whether it spins and yields first, `lock_os_thread`).
 /// - **Park**: a waiter links itself into the queue, then sets `PARKED` with a read-modify-write
 ///   that requires `LOCKED` set (and no `HANDOFF`), and parks only if that held.
 /// - **Release** never hands the lock over: it clears `LOCKED` in one read-modify-write whose
@@ -336,9 +335,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         // once, 002).
         let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
         // A plain OS thread (no scheduler hook: nobody reads its class) waits as parking_lot's
-        // mutex does, with the kernel's signals (`lock_os_thread`), crowded or not.
-        if W::MODE == WaitMode::Informed && !hook_installed() {
-            return self.lock_os_thread(seen, crowded);
+        // mutex does, with the kernel's signals (`lock_os_thread`).
+        if W::MODE == WaitMode::Informed && !crowded && !hook_installed() {
+            return self.lock_os_thread(seen);
         }
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             if let Some(pauses) = quick_spin(|| self.try_acquire()) {
@@ -406,12 +405,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// `sched_yield`s), each followed by a try; then link, set `PARKED` and park; after each
     /// wake-up the same again. Informed by the kernel and the hold times:
     /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`) when
-    ///   the wait began (`crowded`), one yield to the runnable threads, one try, then a park
-    ///   without the quick spin or the yield phase (002: with them, 8 threads on 2 CPUs took
-    ///   1.05-1.32x std's time in five runs); until issue 15's sixth round such a waiter took the
-    ///   hooked informed path (the same yield and park, plus a published `Waiter` class nobody
-    ///   reads on an OS thread, clock reads and a yield after every wake-up); if the signal is up
-    ///   after a wake-up, this loop parks again without spinning;
+    ///   the wait began, the caller takes the informed path instead (a yield to the runnable
+    ///   threads, then a park, 002: with the quick spin there, or with a yield, a try and a park
+    ///   in this loop, 8 threads on 2 CPUs took 1.05-1.32x std's time in five runs); if it
+    ///   says so after a wake-up, this loop parks again without spinning;
     /// - where the lock's last holds were longer than half a park-and-wake (Bellosa's rule), it
     ///   parks without spinning.
     ///
@@ -426,23 +423,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// just taken back (a load there was the costliest instruction of the contended loop, issue
     /// 15, sixth round); after a park the word is read afresh.
     #[inline(never)]
-    fn lock_os_thread(&self, seen: u32, crowded: bool) -> HeldToken {
+    fn lock_os_thread(&self, seen: u32) -> HeldToken {
         let hook = current_hook();
         let half_switch = hook.switch_cost_ns() / 2;
         let mut waited = 0;
-        if crowded {
-            // 002: one yield to the runnable threads (the holder may be one of them), one try,
-            // then park (the first round below sees the signal and does not spin).
-            let start = stats::now_ns();
-            crate::sync::os_yield();
-            if self.try_acquire() {
-                self.meta
-                    .times
-                    .holder_add_wait(stats::now_ns().saturating_sub(start));
-                return self.held_after_spin();
-            }
-            waited = stats::now_ns().saturating_sub(start);
-        }
         let mut parked_seen = seen & PARKED != 0;
         loop {
             if !parked_seen
