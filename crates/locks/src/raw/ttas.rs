@@ -401,7 +401,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         // A plain OS thread (no scheduler hook: nobody reads its class) waits as parking_lot's
         // mutex does, with the kernel's signals (`lock_os_thread`).
         if W::MODE == WaitMode::Informed && !crowded && !hook_installed() {
-            return self.lock_os_thread();
+            return self.lock_os_thread(seen);
         }
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
@@ -491,13 +491,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// yields polled the lock's line for 3 µs more and parked rarely (`contended2/empty`: 306
     /// futex calls per CPU-second against parking_lot's 14,600), at 1.2–1.9× parking_lot's time per
     /// acquisition.
+    ///
+    /// `seen` is the word as the failed fast path's compare-and-swap returned it: the first
+    /// round's "nobody parked?" test reads that instead of the word, whose line the holder has
+    /// just taken back (a load there was the costliest instruction of the contended loop, issue
+    /// 15, sixth round); after a park the word is read afresh.
     #[inline(never)]
-    fn lock_os_thread(&self) -> HeldToken {
+    fn lock_os_thread(&self, seen: u32) -> HeldToken {
         let hook = current_hook();
         let half_switch = hook.switch_cost_ns() / 2;
         let mut waited = 0;
+        let mut parked_seen = seen & PARKED != 0;
         loop {
-            if self.nobody_parked()
+            if !parked_seen
                 && self.meta.history.mean_ns() <= half_switch
                 && !crate::os::oversubscribed_hint()
             {
@@ -528,6 +534,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 self.meta.times.holder_add_wait(waited);
                 return self.held(ClassScope::unpublished());
             }
+            parked_seen = !self.nobody_parked();
         }
     }
 
