@@ -30,10 +30,11 @@ const HANDOFF: u32 = 8;
 /// publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY)
 /// (picked by a per-thread count, [`sample_this_hold`]). In the word, so that the fast path's
 /// compare-and-swap `0 → LOCKED` fails on an informing lock and the acquisition does its
-/// bookkeeping *before* it takes the lock (`acquire_informing`): done after it, inside the
-/// critical section, it made the section several times longer, and two green threads on a hot
-/// lock collided that much more often (issue 15: 000's `multiple_ctr`, 447 µs per thread
-/// against 253 µs on std threads; see the README).
+/// bookkeeping (the thread-local lookups, the sampling count) *before* it takes the lock
+/// (`lock_informing`, `acquire_informing`): inside the critical section only the `Holder` store
+/// remains. Issue 15, session 7: the bookkeeping costs 8–10 % of a green thread's time on a hot
+/// lock (000's `multiple_ctr`, alternating runs in one process) wherever it runs; before the
+/// acquisition it at least does not lengthen the section the other threads wait for.
 const INFORMING: u32 = 16;
 /// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
 /// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
