@@ -699,13 +699,26 @@ fn ttas_informed_leaver() {
 /// again and hands it over fairly. Every thread gets in exactly once more than the main one's
 /// two holds, and the lock ends free with `PARKED` cleared by whoever emptied the queue.
 fn ttas_park_barge_fair<W: WaitPolicy>() {
-    ttas_park_barge_fair_on::<W>(|| {});
+    ttas_park_barge_on::<W>(|| {}, true);
 }
 
-/// [`ttas_park_barge_fair`] with `on_thread` run first on every thread (e.g. [`hooked`]).
-fn ttas_park_barge_fair_on<W: WaitPolicy>(on_thread: fn()) {
+/// [`ttas_park_barge_fair`] with a plain unlock last: the main thread's second release finds
+/// `PARKED` and `WAKING` set (the thread its first release woke is in flight) and swaps the word
+/// to 0; the thread in flight may take and release the lock before the marks go back, its
+/// release seeing no `PARKED`. The second release must then wake the parked thread itself
+/// (checked by mutation: without that case loom reports the deadlock).
+fn ttas_park_barge_plain<W: WaitPolicy>() {
+    ttas_park_barge_on::<W>(|| {}, false);
+}
+
+/// [`ttas_park_barge_fair`] (or, with `fair` false, [`ttas_park_barge_plain`]) with `on_thread`
+/// run first on every thread (e.g. [`hooked`]).
+fn ttas_park_barge_on<W: WaitPolicy>(on_thread: fn(), fair: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    model_one_preemption(move || {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.max_branches = 100_000;
+    b.check(move || {
         on_thread();
         let lock = Arc::new(RawTtasLock::<W>::new());
         let value = Arc::new(AtomicUsize::new(0));
@@ -719,13 +732,24 @@ fn ttas_park_barge_fair_on<W: WaitPolicy>(on_thread: fn()) {
                 })
             })
             .collect();
+        if !fair {
+            // Lets the two threads reach the lock (and park) without spending the model's one
+            // preemption on it: the window after the second release needs it.
+            thread::yield_now();
+            thread::yield_now();
+        }
         // SAFETY: held through `t`.
         unsafe { lock.unlock(t) };
         let t = lock.lock();
         let x = value.load(Ordering::Relaxed);
         value.store(x + 1, Ordering::Relaxed);
-        // SAFETY: held through `t`.
-        unsafe { lock.unlock_fair(t) };
+        if fair {
+            // SAFETY: held through `t`.
+            unsafe { lock.unlock_fair(t) };
+        } else {
+            // SAFETY: held through `t`.
+            unsafe { lock.unlock(t) };
+        }
         for h in hs {
             h.join().unwrap();
         }
@@ -741,6 +765,14 @@ fn ttas_block_park_barge_fair() {
 #[test]
 fn ttas_informed_park_barge_fair() {
     ttas_park_barge_fair::<Informed>();
+}
+#[test]
+fn ttas_block_park_barge_plain() {
+    ttas_park_barge_plain::<ImmediateBlock>();
+}
+#[test]
+fn ttas_informed_park_barge_plain() {
+    ttas_park_barge_plain::<Informed>();
 }
 
 /// Installs the OS hook as the calling thread's scheduler hook, as a runtime installs its own on
@@ -763,6 +795,6 @@ fn ttas_hooked_barging() {
 /// which releases, barges back in and hands the lock over fairly.
 #[test]
 fn ttas_hooked_park_barge_fair() {
-    ttas_park_barge_fair_on::<Informed>(hooked);
+    ttas_park_barge_on::<Informed>(hooked, true);
     uninstall_hook();
 }

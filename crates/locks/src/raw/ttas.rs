@@ -51,9 +51,12 @@ const INFORMING: u32 = 16;
 ///   (the kernel's signals decide only whether it spins and yields first, `lock_os_thread`).
 /// - **Park**: a waiter links itself into the queue, then sets `PARKED` with a read-modify-write
 ///   that requires `LOCKED` set (and no `HANDOFF`), and parks only if that held.
-/// - **Release** never hands the lock over: it clears `LOCKED` in one read-modify-write whose
-///   result says whether to wake anyone: only if `PARKED` was set *and no wake-up is in flight*
-///   it takes the slow path, which under the queue's guard pops one thread, sets `WAKING` and
+/// - **Release** never hands the lock over: it swaps the word to 0 (one `xchg`, as std's futex
+///   mutex), and if more than `LOCKED` was set it puts `PARKED` and `INFORMING` back (not
+///   `WAKING`: see `released_marked` for why the window between the two loses no wake-up); a
+///   bookkept hold (mostly on an informing lock) clears `LOCKED` alone with a `fetch_sub`.
+///   Only if `PARKED` was set *and no wake-up is in flight* (or the lock is free again when the
+///   marks go back) it wakes one: under the queue's guard it pops one thread, sets `WAKING` and
 ///   clears `PARKED` if the queue is now empty (or only clears `PARKED` if it was empty). A
 ///   woken thread clears `WAKING` when it resumes and then competes like any arrival. So a hot
 ///   lock costs at most one wake-up (one switch) per "generation" of waiters instead of one per
@@ -61,7 +64,8 @@ const INFORMING: u32 = 16;
 ///   does with a futex mutex. Mutual exclusion is the `LOCKED` bit alone.
 /// - **No lost wake-up**: all on the one word, by its modification order and the queue guard's
 ///   happens-before. If a waiter parks, its `PARKED` step saw `LOCKED` set; the release of that
-///   hold comes later on the word and sees `PARKED`, unless a waker cleared it in between, and a
+///   hold comes later on the word and sees `PARKED` (a release's swap takes it off only to put
+///   it back before it wakes anyone), unless a waker cleared it in between, and a
 ///   waker clears it only under the guard with the queue empty, which it cannot be (the waiter
 ///   linked itself under the guard before its `PARKED` step, so a guard section that comes after
 ///   the link sees it, and one that comes before it precedes the `PARKED` step on the word).
@@ -469,8 +473,24 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[inline(never)]
     fn unlock_bookkept(&self, token: HeldToken) {
         token.releasing(&self.meta);
-        self.release_word();
+        if W::MODE == WaitMode::Spin {
+            self.state.store(0, Ordering::Release);
+        } else {
+            self.release_in_place();
+        }
         token.released();
+    }
+
+    /// Clears `LOCKED` alone (one `lock xadd`), keeping the other bits, and wakes a parked thread
+    /// if the result says one is parked and no wake-up is in flight: the release of a bookkept
+    /// hold, which is mostly one on an informing lock, whose word keeps `INFORMING` (the swap of
+    /// [`release`](Self::release) would have to put it back with a second read-modify-write).
+    #[inline]
+    fn release_in_place(&self) {
+        let was = self.state.fetch_sub(LOCKED, Ordering::Release);
+        if was & PARKED != 0 && was & WAKING == 0 {
+            self.wake_one();
+        }
     }
 
     /// The contended acquisition of a plain OS thread under informed waiting (no scheduler hook:
@@ -539,22 +559,47 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
-    /// Clears `LOCKED` (the holder set it) in one read-modify-write and wakes a parked thread if
-    /// its result says one is parked and no wake-up is in flight.
+    /// Clears the word (the holder set `LOCKED`) in one swap, as `std`'s futex mutex does (an
+    /// `xchg`, issue 15: the `lock xadd` of a `fetch_sub` was the 1–3 % left between the
+    /// uncontended loop and std's), and, if anything but `LOCKED` was set, puts the marks back
+    /// and wakes a parked thread where needed ([`released_marked`](Self::released_marked)).
     #[inline(always)]
     fn release(&self) {
-        let was = self.state.fetch_sub(LOCKED, Ordering::Release);
-        if was & PARKED != 0 {
-            self.released_parked(was);
+        let was = self.state.swap(0, Ordering::Release);
+        if was != LOCKED {
+            self.released_marked(was);
         }
     }
 
-    /// The slow part of a release that saw `PARKED` (`was`, the word before it): wakes one
-    /// parked thread unless a wake-up is in flight.
+    /// The slow part of a release whose swap took more than `LOCKED` off the word (`was`, the
+    /// word before it): puts `PARKED` and `INFORMING` back, then wakes one parked thread unless
+    /// a wake-up is in flight and the lock is held again.
+    ///
+    /// Between the swap and the restore the word reads 0: an arrival may take the lock (and an
+    /// informing lock's arrival then skips its bookkeeping once), and a waiter's last look sees
+    /// it free and does not park. Neither loses a wake-up:
+    /// - `PARKED` is back before this thread wakes anyone, and the only other thread that clears
+    ///   it is a waker under the queue's guard with the queue empty (as in the protocol). A hold
+    ///   taken in the window and released before the restore saw no `PARKED` and woke nobody:
+    ///   this thread is the waker then.
+    /// - `WAKING` is not put back: a woken thread may already have cleared it (the clear would
+    ///   be lost, and later releases would wake nobody). Dropping it costs one spare wake-up at
+    ///   most. But where `WAKING` was set, this release leaves the wake-up to the thread in
+    ///   flight only while the lock is held again when the marks go back (its holder's release
+    ///   will see `PARKED`); if the lock is free then (the thread in flight may have come and
+    ///   gone in the window, its release seeing no `PARKED`), this thread wakes one itself.
+    ///   The loom models `ttas_{block,informed}_park_barge_plain` deadlock without that case,
+    ///   and so do they where `WAKING` is put back.
     #[cold]
     #[inline(never)]
-    fn released_parked(&self, was: u32) {
-        if was & WAKING == 0 {
+    fn released_marked(&self, was: u32) {
+        let keep = was & (PARKED | INFORMING);
+        let now = if keep != 0 {
+            self.state.fetch_or(keep, Ordering::Relaxed) | keep
+        } else {
+            0
+        };
+        if was & PARKED != 0 && (was & WAKING == 0 || now & LOCKED == 0) {
             self.wake_one();
         }
     }
