@@ -54,7 +54,7 @@ const INFORMING: u32 = 16;
 /// - **Release** never hands the lock over: it swaps the word to 0 (one `xchg`, as std's futex
 ///   mutex), and if more than `LOCKED` was set it puts `PARKED` and `INFORMING` back (not
 ///   `WAKING`: see `released_marked` for why the window between the two loses no wake-up); a
-///   bookkept hold (mostly on an informing lock) clears `LOCKED` alone with a `fetch_sub`.
+///   bookkept hold (mostly on an informing lock) swaps in `INFORMING` where it read it set.
 ///   Only if `PARKED` was set *and no wake-up is in flight* (or the lock is free again when the
 ///   marks go back) it wakes one: under the queue's guard it pops one thread, sets `WAKING` and
 ///   clears `PARKED` if the queue is now empty (or only clears `PARKED` if it was empty). A
@@ -476,21 +476,11 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if W::MODE == WaitMode::Spin {
             self.state.store(0, Ordering::Release);
         } else {
-            self.release_in_place();
+            // The holder's read of its own line (`INFORMING` is set for good; a releaser's
+            // window may hide it, and then the swap's result puts it back).
+            self.release_to(self.state.load(Ordering::Relaxed) & INFORMING);
         }
         token.released();
-    }
-
-    /// Clears `LOCKED` alone (one `lock xadd`), keeping the other bits, and wakes a parked thread
-    /// if the result says one is parked and no wake-up is in flight: the release of a bookkept
-    /// hold, which is mostly one on an informing lock, whose word keeps `INFORMING` (the swap of
-    /// [`release`](Self::release) would have to put it back with a second read-modify-write).
-    #[inline]
-    fn release_in_place(&self) {
-        let was = self.state.fetch_sub(LOCKED, Ordering::Release);
-        if was & PARKED != 0 && was & WAKING == 0 {
-            self.wake_one();
-        }
     }
 
     /// The contended acquisition of a plain OS thread under informed waiting (no scheduler hook:
@@ -565,19 +555,27 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// and wakes a parked thread where needed ([`released_marked`](Self::released_marked)).
     #[inline(always)]
     fn release(&self) {
-        let was = self.state.swap(0, Ordering::Release);
-        if was != LOCKED {
-            self.released_marked(was);
+        self.release_to(0);
+    }
+
+    /// [`release`](Self::release) that swaps in `base` (0 or `INFORMING`, the bits the
+    /// releaser read from the word while it held the lock) instead of 0: a bookkept hold, mostly
+    /// one on an informing lock, keeps `INFORMING` without a second read-modify-write.
+    #[inline(always)]
+    fn release_to(&self, base: u32) {
+        let was = self.state.swap(base, Ordering::Release);
+        if was != LOCKED | base {
+            self.released_marked(was, base);
         }
     }
 
     /// The slow part of a release whose swap took more than `LOCKED` off the word (`was`, the
-    /// word before it): puts `PARKED` and `INFORMING` back, then wakes one parked thread unless
-    /// a wake-up is in flight and the lock is held again.
+    /// word before it; `base`, what the swap left): puts `PARKED` and `INFORMING` back, then
+    /// wakes one parked thread unless a wake-up is in flight and the lock is held again.
     ///
-    /// Between the swap and the restore the word reads 0: an arrival may take the lock (and an
-    /// informing lock's arrival then skips its bookkeeping once), and a waiter's last look sees
-    /// it free and does not park. Neither loses a wake-up:
+    /// Between the swap and the restore the word lacks those bits: an arrival may take the lock
+    /// (and an informing lock's arrival then skips its bookkeeping once), and a waiter's last
+    /// look sees it free and does not park. Neither loses a wake-up:
     /// - `PARKED` is back before this thread wakes anyone, and the only other thread that clears
     ///   it is a waker under the queue's guard with the queue empty (as in the protocol). A hold
     ///   taken in the window and released before the restore saw no `PARKED` and woke nobody:
@@ -592,12 +590,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     ///   and so do they where `WAKING` is put back.
     #[cold]
     #[inline(never)]
-    fn released_marked(&self, was: u32) {
-        let keep = was & (PARKED | INFORMING);
+    fn released_marked(&self, was: u32, base: u32) {
+        let keep = was & (PARKED | INFORMING) & !base;
         let now = if keep != 0 {
             self.state.fetch_or(keep, Ordering::Relaxed) | keep
         } else {
-            0
+            base
         };
         if was & PARKED != 0 && (was & WAKING == 0 || now & LOCKED == 0) {
             self.wake_one();
