@@ -206,16 +206,17 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
             self.inside.fetch_sub(1, Ordering::Release);
         } else {
             self.slots[next].swap(true, Ordering::SeqCst);
-            if W::MODE == WaitMode::Informed {
-                // The new holder, and the new next-in-line (see the ticket lock).
-                self.meta.queue.notify_keys(next, (next + 1) % N);
-            } else {
-                self.meta.queue.notify_key(next);
-            }
             self.inside.fetch_sub(1, Ordering::SeqCst);
-            self.meta.queue.notify_key(DOOR_KEY);
+            // One pass over the queue, after both stores: the new holder, under informed waiting
+            // also the new next-in-line (see the ticket lock) and one thread from the crowd door,
+            // and the threads at the capacity door (waiting for the decrement).
             if W::MODE == WaitMode::Informed {
-                self.meta.admit_one();
+                let after = (next + 1) % N;
+                self.meta
+                    .notify_released(&|k| k == next || k == after || k == DOOR_KEY, true);
+            } else {
+                self.meta
+                    .notify_released(&|k| k == next || k == DOOR_KEY, false);
             }
         }
         token.released();

@@ -281,14 +281,13 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
                     promote((*after).class, PriorityClass::ImmediateWaiter);
                 }
                 (*succ).waiting.swap(false, Ordering::SeqCst);
-                if after.is_null() {
-                    self.meta.queue.notify_key(succ as usize);
-                } else {
-                    self.meta.queue.notify_keys(succ as usize, after as usize);
-                }
-                if W::MODE == WaitMode::Informed {
-                    self.meta.admit_one();
-                }
+                // One pass over the queue: the successor, the one after it (where there is one)
+                // and, under informed waiting, one thread from the crowd door.
+                let (succ_key, after_key) = (succ as usize, after as usize);
+                self.meta.notify_released(
+                    &|k| k == succ_key || (after_key != 0 && k == after_key),
+                    W::MODE == WaitMode::Informed,
+                );
             }
         }
         token.released();

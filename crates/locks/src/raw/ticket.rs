@@ -128,10 +128,9 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
             if W::MODE == WaitMode::Informed {
                 // Wake the new holder and, off the critical path, the new next-in-line, so that
                 // it is running when its turn comes (002: the immediate waiter may spin).
+                let (holder, next) = (now as usize, now.wrapping_add(1) as usize);
                 self.meta
-                    .queue
-                    .notify_keys(now as usize, now.wrapping_add(1) as usize);
-                self.meta.admit_one();
+                    .notify_released(&|k| k == holder || k == next, true);
             } else {
                 self.meta.queue.notify_key(now as usize);
             }

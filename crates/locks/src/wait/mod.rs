@@ -258,6 +258,21 @@ impl LockMeta {
             self.queue.notify(1, &|k| k == CROWD_KEY);
         }
     }
+
+    /// A FIFO lock's release in one pass over the queue: wakes every thread whose key
+    /// `matches` (the new holder, the new next-in-line, an array lock's door) and, where `admit`,
+    /// one thread from the crowd door ([`admit_one`](Self::admit_one)). One guard section
+    /// instead of one per key: on 8 threads on 2 CPUs the crowd door keeps threads parked, so a
+    /// release finds waiters nearly every time (issue 15, session 8).
+    #[inline]
+    pub(crate) fn notify_released(&self, matches: &dyn Fn(usize) -> bool, admit: bool) {
+        if self.queue.has_waiters() {
+            let admits_left = std::cell::Cell::new(admit);
+            self.queue.notify(usize::MAX, &|k| {
+                matches(k) || (k == CROWD_KEY && admits_left.replace(false))
+            });
+        }
+    }
 }
 
 /// What a lock acquisition remembers until its release (the `lock_api` guard state): the class

@@ -337,15 +337,6 @@ impl WaitQueue {
         }
     }
 
-    /// Wakes every thread parked under `key` or `also` (the new holder and the new next-in-line
-    /// of a FIFO lock, in one pass).
-    #[inline]
-    pub(crate) fn notify_keys(&self, key: usize, also: usize) {
-        if self.has_waiters() {
-            self.notify(usize::MAX, &|k| k == key || k == also);
-        }
-    }
-
     /// Wakes every parked thread.
     #[inline]
     pub(crate) fn notify_all(&self) {
