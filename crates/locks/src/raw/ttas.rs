@@ -720,3 +720,43 @@ unsafe impl<W: WaitPolicy> lock_api::RawMutexTimed for RawTtasLock<W> {
         self.lock_until(deadline)
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn word(bits: u32) -> RawTtasLock<Informed> {
+        let lock = RawTtasLock::<Informed>::new();
+        lock.state.store(bits, Ordering::Relaxed);
+        lock
+    }
+
+    #[test]
+    fn a_bare_release_leaves_a_plain_word_at_zero() {
+        let lock = word(LOCKED);
+        lock.release();
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_release_keeps_informing_on() {
+        // Bare (swap to 0, then the mark goes back) and bookkept (swap to INFORMING).
+        for base in [0, INFORMING] {
+            let lock = word(LOCKED | INFORMING);
+            lock.release_to(base);
+            assert_eq!(lock.state.load(Ordering::Relaxed), INFORMING, "base {base}");
+        }
+    }
+
+    #[test]
+    fn a_release_drops_waking_and_a_parked_mark_with_nobody_queued() {
+        // `PARKED` goes back, then the wake-up finds the queue empty and clears it; `WAKING` is
+        // never put back (a woken thread may have cleared it in the window).
+        let lock = word(LOCKED | PARKED | WAKING | INFORMING);
+        lock.release();
+        assert_eq!(lock.state.load(Ordering::Relaxed), INFORMING);
+        let lock = word(LOCKED | WAKING);
+        lock.release();
+        assert_eq!(lock.state.load(Ordering::Relaxed), 0);
+    }
+}
