@@ -48,6 +48,26 @@ pub fn repeat_whole(reps: usize, mut f: impl FnMut()) -> Sample {
     })
 }
 
+/// Like [`repeat_whole`] for several runs compared with each other: one warm-up call of each,
+/// then `reps` rounds that time each once, in turn, so that a slow phase of the machine falls on
+/// all of them alike instead of on whichever ran during it (one block per run read fib(30) at
+/// 1.40× rayon where criterion, which also runs them one after the other but in short samples,
+/// read 1.01×). One sample per run, in `fs`'s order.
+pub fn repeat_whole_interleaved(reps: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<Sample> {
+    for f in fs.iter_mut() {
+        f();
+    }
+    let mut samples = vec![Sample { values: Vec::new() }; fs.len()];
+    for _ in 0..reps.max(1) {
+        for (f, sample) in fs.iter_mut().zip(samples.iter_mut()) {
+            let t = Instant::now();
+            f();
+            sample.values.push(t.elapsed().as_nanos() as f64);
+        }
+    }
+    samples
+}
+
 /// Time per iteration of `f(iters)` (which returns the time of `iters` iterations): the count is
 /// calibrated so that one repetition takes about `budget / reps`, then `reps` repetitions.
 pub fn per_iteration(budget: Duration, reps: usize, mut f: impl FnMut(u64) -> Duration) -> Sample {

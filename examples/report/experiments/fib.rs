@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use crate::experiments::Ctx;
-use crate::measure::repeat_whole;
+use crate::measure::repeat_whole_interleaved;
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
 use crate::workloads::fib::{fib_footprint, fib_rayon, fib_sequential};
@@ -53,18 +53,25 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let (mut target_n, mut target_ratio) = (0, f64::NAN);
     for &n in sizes {
         ctx.step(&format!("fib({n})"));
-        let f = stats.record(&format!("fib({n})"), &rt, || {
-            repeat_whole(reps, || {
-                black_box(rt.block_on(|| fib_footprint(black_box(n))));
-            })
+        // Interleaved: footprint, rayon and the sequential run take turns in each round. The
+        // stats window covers all three; only footprint's runs move the runtime's counters.
+        let samples = stats.record(&format!("fib({n})"), &rt, || {
+            repeat_whole_interleaved(
+                reps,
+                &mut [
+                    &mut || {
+                        black_box(rt.block_on(|| fib_footprint(black_box(n))));
+                    },
+                    &mut || {
+                        black_box(pool.install(|| fib_rayon(black_box(n))));
+                    },
+                    &mut || {
+                        black_box(fib_sequential(black_box(n)));
+                    },
+                ],
+            )
         });
-        let r = repeat_whole(reps, || {
-            black_box(pool.install(|| fib_rayon(black_box(n))));
-        });
-        let q = repeat_whole(reps, || {
-            black_box(fib_sequential(black_box(n)));
-        });
-        let (f, r, q) = (f.median(), r.median(), q.median());
+        let [f, r, q] = [0, 1, 2].map(|i| samples[i].median());
         plot.push("footprint_2w", X::Num(n.into()), f);
         plot.push("rayon_2t", X::Num(n.into()), r);
         plot.push("sequential", X::Num(n.into()), q);
