@@ -715,10 +715,7 @@ fn ttas_park_barge_plain<W: WaitPolicy>() {
 /// run first on every thread (e.g. [`hooked`]).
 fn ttas_park_barge_on<W: WaitPolicy>(on_thread: fn(), fair: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(1);
-    b.max_branches = 100_000;
-    b.check(move || {
+    model_one_preemption(move || {
         on_thread();
         let lock = Arc::new(RawTtasLock::<W>::new());
         let value = Arc::new(AtomicUsize::new(0));

@@ -457,14 +457,15 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         self.held(scope)
     }
 
-    /// The algorithm's part of an unlock: clears `LOCKED` (and wakes a parked thread if needed).
+    /// The algorithm's part of an unlock: clears `LOCKED`, leaving `base` (see
+    /// [`release_to`](Self::release_to)), and wakes a parked thread if needed.
     #[inline(always)]
-    fn release_word(&self) {
+    fn release_word(&self, base: u32) {
         if W::MODE == WaitMode::Spin {
             // Nobody parks: only LOCKED is ever set.
             self.state.store(0, Ordering::Release);
         } else {
-            self.release();
+            self.release_to(base);
         }
     }
 
@@ -473,13 +474,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[inline(never)]
     fn unlock_bookkept(&self, token: HeldToken) {
         token.releasing(&self.meta);
-        if W::MODE == WaitMode::Spin {
-            self.state.store(0, Ordering::Release);
-        } else {
-            // The holder's read of its own line (`INFORMING` is set for good; a releaser's
-            // window may hide it, and then the swap's result puts it back).
-            self.release_to(self.state.load(Ordering::Relaxed) & INFORMING);
-        }
+        // The holder's read of its own line (`INFORMING` is set for good; a releaser's window
+        // may hide it, and then the swap's result puts it back).
+        self.release_word(self.state.load(Ordering::Relaxed) & INFORMING);
         token.released();
     }
 
@@ -676,7 +673,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
     #[inline(always)]
     unsafe fn unlock(&self, token: HeldToken) {
         if token.is_bare() {
-            self.release_word();
+            self.release_word(0);
         } else {
             self.unlock_bookkept(token);
         }
