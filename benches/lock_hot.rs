@@ -39,8 +39,9 @@
 //!   uses only its own. Check: each consumer received `0..ITEMS` exactly in order.
 //!
 //! Variants: `footprint/lockhot_on`, `footprint/lockhot_off` (`footprint::sync::Mutex`, `Condvar`,
-//! `Barrier`, green threads on a 2-worker runtime built once) and `std` (8 OS threads,
-//! `std::sync` primitives).
+//! `Barrier`, green threads on a 2-worker runtime built once), `footprint/adaptive` (lock-hot on,
+//! a runtime built once with `adaptive_workers(1..=2)`: the controller picks 1 or 2 active
+//! workers from the profile, 003) and `std` (8 OS threads, `std::sync` primitives).
 //!
 //! Run: `cargo bench --bench lock_hot -- --warm-up-time 1 --measurement-time 3`
 
@@ -56,8 +57,8 @@ mod work;
 
 use bodies::{Green, LockBench, OsThreads, ALL, WORKERS};
 
-/// One benchmark, three variants side by side.
-fn compare(c: &mut Criterion, green: &Green, bench: &LockBench) {
+/// One benchmark, four variants side by side.
+fn compare(c: &mut Criterion, green: &Green, adaptive: &Green, bench: &LockBench) {
     let mut g = c.benchmark_group(bench.name);
     // One iteration is a whole run (milliseconds): few samples are enough.
     g.sample_size(10);
@@ -74,6 +75,9 @@ fn compare(c: &mut Criterion, green: &Green, bench: &LockBench) {
             })
         });
     }
+    g.bench_function("footprint/adaptive", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| (bench.green)(adaptive)).sum())
+    });
     g.bench_function("std", |b| {
         b.iter_custom(|iters| (0..iters).map(|_| (bench.os)(&OsThreads)).sum())
     });
@@ -86,8 +90,13 @@ fn lock_hot(c: &mut Criterion) {
         .build()
         .unwrap_or_else(|e| panic!("a {WORKERS}-worker runtime: {e}"));
     let green = Green { rt };
+    let adaptive = footprint::Runtime::builder()
+        .adaptive_workers(1..=WORKERS)
+        .build()
+        .unwrap_or_else(|e| panic!("an adaptive 1..={WORKERS}-worker runtime: {e}"));
+    let adaptive = Green { rt: adaptive };
     for bench in &ALL {
-        compare(c, &green, bench);
+        compare(c, &green, &adaptive, bench);
     }
 }
 
