@@ -87,27 +87,51 @@ fn notify_all_counts_waiters_between_unlock_and_park() {
     });
 }
 
-/// A thread at the door of a full array lock (capacity 1, held by the test thread) publishes
-/// `Waiter` while it waits there, and gets the lock after the release.
+/// A thread at the door of a full array lock publishes `Waiter` while it waits there, and gets
+/// the lock in its turn. Capacity 1, held by the test thread (ticket 0): a first waiter takes
+/// ticket 1 and waits on the only slot (next in line: `ImmediateWaiter`); a second takes ticket 2
+/// and waits at the door until ticket 1 has entered.
 #[test]
 fn array_door_waiter_publishes_waiter() {
-    let lock = lock_api::Mutex::<RawArrayLock<Informed, 1>, u64>::new(0);
-    let waiter = FakeHook::leak(Some(0));
-    let class = with_parked_waiter(
-        &lock,
-        waiter,
-        |v| *v += 1,
-        |mut held| {
-            *held += 1;
-            waiter.cell.get()
-        },
+    let lock = lock_api::Mutex::<RawArrayLock<Informed, 1>, Vec<usize>>::new(Vec::new());
+    let first = FakeHook::leak(Some(0));
+    let second = FakeHook::leak(Some(0));
+    let mut held = lock.lock();
+    let (first_class, second_class) = std::thread::scope(|s| {
+        let spawn_waiter = |hook: &'static FakeHook, id: usize| {
+            let lock = &lock;
+            s.spawn(move || {
+                install_hook(hook);
+                lock.lock().push(id);
+                uninstall_hook();
+            })
+        };
+        let h1 = spawn_waiter(first, 1);
+        until_parked(first, 1);
+        let h2 = spawn_waiter(second, 2);
+        until_parked(second, 1);
+        let classes = (first.cell.get(), second.cell.get());
+        held.push(0);
+        drop(held);
+        h1.join().unwrap();
+        h2.join().unwrap();
+        classes
+    });
+    assert_eq!(
+        first_class,
+        PriorityClass::ImmediateWaiter,
+        "the thread on the slot is next in line"
     );
     assert_eq!(
-        class,
+        second_class,
         PriorityClass::Waiter,
         "a thread at the door waits for the lock: it must not rank as Running"
     );
-    assert_eq!(*lock.lock(), 2);
+    assert_eq!(
+        *lock.lock(),
+        [0, 1, 2],
+        "past the capacity the lock is still FIFO"
+    );
 }
 
 /// `MutexGuard::unlock_fair` hands the lock to the parked waiter: a `try_lock` right after the

@@ -282,11 +282,14 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
                 }
                 (*succ).waiting.swap(false, Ordering::SeqCst);
                 // One pass over the queue: the successor, the one after it (where there is one)
-                // and, under informed waiting, one thread from the crowd door.
+                // and, under informed waiting, one thread from the crowd door. Unlike the ticket
+                // and array locks, admitting here although the lock stays taken measured faster
+                // on 8 threads on 2 CPUs (issue 15, session 9: 668 against 721 ns per
+                // acquisition, three alternating pairs).
                 let (succ_key, after_key) = (succ as usize, after as usize);
                 self.meta.notify_released(
                     &|k| k == succ_key || (after_key != 0 && k == after_key),
-                    W::MODE == WaitMode::Informed,
+                    || W::MODE == WaitMode::Informed,
                 );
             }
         }

@@ -129,8 +129,11 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
                 // Wake the new holder and, off the critical path, the new next-in-line, so that
                 // it is running when its turn comes (002: the immediate waiter may spin).
                 let (holder, next) = (now as usize, now.wrapping_add(1) as usize);
+                // Admit from the crowd door only where nobody took a ticket behind ours.
                 self.meta
-                    .notify_released(&|k| k == holder || k == next, true);
+                    .notify_released(&|k| k == holder || k == next, || {
+                        self.next.load(Ordering::SeqCst) == now
+                    });
             } else {
                 self.meta.queue.notify_key(now as usize);
             }
