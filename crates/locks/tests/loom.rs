@@ -225,6 +225,27 @@ fn door_model<L: RawLock + Default + 'static>() {
     os::force_oversubscribed(None);
 }
 
+/// The default lock's OS-thread path on an oversubscribed machine (a read-only poll of the word,
+/// then a park), three plain threads; two preemptions, so that one thread waits in the poll
+/// while another is preempted in its critical section and a third arrives.
+#[test]
+fn ttas_oversubscribed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    os::force_oversubscribed(Some(true));
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let lock = Arc::new(RawTtasLock::<Informed>::default());
+        let value = Arc::new(AtomicUsize::new(0));
+        let hs = spawn_incrementers(2, &lock, &value);
+        increment_under(&*lock, &value);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(value.load(Ordering::Relaxed), 3);
+    });
+    os::force_oversubscribed(None);
+}
 #[test]
 fn ticket_door() {
     door_model::<RawTicketLock<Informed>>();

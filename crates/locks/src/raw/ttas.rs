@@ -4,7 +4,7 @@
 use super::{impl_raw_mutex, RawLock};
 use crate::hook::{current_hook, hook_installed, PriorityClass};
 use crate::stats::{self, LockTimesSnapshot};
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
     quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed, LockMeta, WaitFor,
@@ -19,6 +19,10 @@ const LOCKED: u32 = 1;
 /// before it parks; cleared only under the queue's guard, by a waker that found the queue empty
 /// or popped its last thread.
 const PARKED: u32 = 2;
+/// Looks at the word of an OS-thread waiter on an oversubscribed machine before it parks
+/// ([`RawTtasLock::poll_while_held`]).
+const OVERSUBSCRIBED_POLLS: u32 = if cfg!(loom) { 1 } else { 100 };
+
 /// A releaser woke a parked waiter that has not run since ("waker in flight"): later releases
 /// wake nobody until it has competed again.
 const WAKING: u32 = 4;
@@ -399,15 +403,15 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 return self.held_fast();
             }
         }
-        // No quick spin and no yield phase where the kernel last reported more runnable threads
-        // than CPUs: there the holder may be waiting for this CPU (informed waiting parks at
-        // once, 002).
-        let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
         // A plain OS thread (no scheduler hook: nobody reads its class) waits as parking_lot's
         // mutex does, with the kernel's signals (`lock_os_thread`).
-        if W::MODE == WaitMode::Informed && !crowded && !hook_installed() {
+        if W::MODE == WaitMode::Informed && !hook_installed() {
             return self.lock_os_thread(seen);
         }
+        // No quick spin and no yield phase for a scheduled thread where the kernel last
+        // reported more runnable threads than CPUs: there the holder may be waiting for this
+        // CPU (informed waiting parks at once, 002).
+        let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
             let prepared = (self.state.load(Ordering::Relaxed) & INFORMING != 0)
@@ -486,11 +490,14 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// the quick spin (three backoff rounds, 14 pauses) and the yield phase (seven
     /// `sched_yield`s), each followed by a try; then link, set `PARKED` and park; after each
     /// wake-up the same again. Informed by the kernel and the hold times:
-    /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`) when
-    ///   the wait began, the caller takes the informed path instead (a yield to the runnable
-    ///   threads, then a park, 002: with the quick spin there, or with a yield, a try and a park
-    ///   in this loop, 8 threads on 2 CPUs took 1.05-1.32x std's time in five runs); if it
-    ///   says so after a wake-up, this loop parks again without spinning;
+    /// - where the kernel last reported more runnable threads than CPUs (`oversubscribed`), no
+    ///   yields (each gives the CPU to a thread that may not want the lock) but up to 100
+    ///   read-only looks at the word, one pause apart, while it stays held with nobody parked,
+    ///   as std's futex mutex spins ([`poll_while_held`](Self::poll_while_held)); then a park.
+    ///   Until issue 15's session 9 the thread parked at once there (002's rule for informed
+    ///   waiting): on 8 threads on 2 CPUs with 0.1 µs holds, 45 K context switches in 3 s
+    ///   against std's 3.2 K, for holders that were running nearly always; with the looks,
+    ///   3.6 K. (A quick spin and a yield there, in session 5, took 1.05-1.32x std's time.)
     /// - where the lock's last holds were longer than half a park-and-wake (Bellosa's rule), it
     ///   parks without spinning.
     ///
@@ -513,8 +520,15 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         loop {
             if !parked_seen
                 && self.meta.history.mean_ns() <= half_switch
-                && !crate::os::oversubscribed_hint()
+                && crate::os::oversubscribed_hint()
             {
+                if let Some(pauses) = self.poll_while_held() {
+                    self.meta
+                        .times
+                        .holder_add_wait(waited + stats::pauses_to_ns(pauses));
+                    return self.held_after_spin(None);
+                }
+            } else if !parked_seen && self.meta.history.mean_ns() <= half_switch {
                 if let Some(pauses) = quick_spin(|| self.try_acquire()) {
                     self.meta
                         .times
@@ -544,6 +558,30 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             }
             parked_seen = !self.nobody_parked();
         }
+    }
+
+    /// An OS thread's wait on an oversubscribed machine before it parks: reads the word (no
+    /// write) up to [`OVERSUBSCRIBED_POLLS`] times, one pause apart, while it stays held with
+    /// nobody parked, and tries when it reads free (std's futex mutex spins the same way).
+    /// Returns the pauses spent when it took the lock.
+    #[inline(never)]
+    fn poll_while_held(&self) -> Option<u32> {
+        for polls in 1..=OVERSUBSCRIBED_POLLS {
+            spin_hint();
+            let s = self.state.load(Ordering::Relaxed);
+            if s & PARKED != 0 {
+                return None;
+            }
+            if s & LOCKED == 0
+                && self
+                    .state
+                    .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Some(polls);
+            }
+        }
+        None
     }
 
     /// Clears the word (the holder set `LOCKED`) in one swap, as `std`'s futex mutex does (an
