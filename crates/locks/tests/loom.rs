@@ -210,9 +210,18 @@ barrier_models! {
 /// at the door of the FIFO lock (holder + next-in-line inside) and must be let in; the
 /// next-in-line yields instead of parking. One preemption: three threads are costly.
 fn door_model<L: RawLock + Default + 'static>() {
+    oversubscribed_three::<L>(1);
+}
+
+/// Three plain threads each take `L` once while the machine counts as oversubscribed, under
+/// at most `preemptions` preemptions.
+fn oversubscribed_three<L: RawLock + Default + 'static>(preemptions: usize) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     os::force_oversubscribed(Some(true));
-    model_one_preemption(|| {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.max_branches = 100_000;
+    b.check(|| {
         let lock = Arc::new(L::default());
         let value = Arc::new(AtomicUsize::new(0));
         let hs = spawn_incrementers(2, &lock, &value);
@@ -230,21 +239,7 @@ fn door_model<L: RawLock + Default + 'static>() {
 /// while another is preempted in its critical section and a third arrives.
 #[test]
 fn ttas_oversubscribed() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    os::force_oversubscribed(Some(true));
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
-        let lock = Arc::new(RawTtasLock::<Informed>::default());
-        let value = Arc::new(AtomicUsize::new(0));
-        let hs = spawn_incrementers(2, &lock, &value);
-        increment_under(&*lock, &value);
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(value.load(Ordering::Relaxed), 3);
-    });
-    os::force_oversubscribed(None);
+    oversubscribed_three::<RawTtasLock<Informed>>(2);
 }
 #[test]
 fn ticket_door() {
