@@ -19,10 +19,6 @@ const LOCKED: u32 = 1;
 /// before it parks; cleared only under the queue's guard, by a waker that found the queue empty
 /// or popped its last thread.
 const PARKED: u32 = 2;
-/// Looks at the word of an OS-thread waiter on an oversubscribed machine before it parks
-/// ([`RawTtasLock::poll_while_held`]).
-const OVERSUBSCRIBED_POLLS: u32 = if cfg!(loom) { 1 } else { 100 };
-
 /// A releaser woke a parked waiter that has not run since ("waker in flight"): later releases
 /// wake nobody until it has competed again.
 const WAKING: u32 = 4;
@@ -40,6 +36,9 @@ const HANDOFF: u32 = 8;
 /// lock (000's `multiple_ctr`, alternating runs in one process) wherever it runs; before the
 /// acquisition it at least does not lengthen the section the other threads wait for.
 const INFORMING: u32 = 16;
+/// Looks at the word of an OS-thread waiter on an oversubscribed machine before it parks
+/// ([`RawTtasLock::poll_while_held`]).
+const OVERSUBSCRIBED_POLLS: u32 = if cfg!(loom) { 1 } else { 100 };
 /// Test-and-test-and-set lock: waiters read the word (locally cached) and try the atomic
 /// compare-and-swap only when it looks free. Not FIFO: the lock barges. Its waiters publish
 /// `Waiter` (no thread is "next" in a TTAS lock).
@@ -572,12 +571,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             if s & PARKED != 0 {
                 return None;
             }
-            if s & LOCKED == 0
-                && self
-                    .state
-                    .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
+            if s & LOCKED == 0 && self.try_acquire() {
                 return Some(polls);
             }
         }
