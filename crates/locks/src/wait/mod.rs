@@ -229,8 +229,9 @@ impl LockMeta {
             return 0;
         }
         let start = stats::now_ns();
-        // A short critical section ends while we look: poll a little (backoff, ≈1 µs) before
-        // paying a park and a wake-up, as a futex mutex does.
+        // A short critical section ends while we look: poll a little before paying a park and
+        // a wake-up, as a futex mutex does (10 backoff rounds, 319 pauses: ≈10 µs where a pause
+        // takes 33 ns; 5 rounds, ≈1 µs, measured no different on 8 threads on 2 CPUs).
         // Under the model: one look, then the door (so that loom checks the park and the
         // admission, which a spin that yields to the holder would always avoid).
         let rounds = if cfg!(loom) { 1 } else { 10u32 };
