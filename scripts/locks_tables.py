@@ -16,7 +16,6 @@ The criterion log is kept in target/locks-tables/<commit>.log.
 import argparse
 import datetime
 import os
-import re
 import subprocess
 import sys
 
@@ -25,27 +24,8 @@ BENCH = ["cargo", "bench", "-p", "footprint-locks", "--bench", "locks", "--",
 README = "crates/locks/README.md"
 BEGIN = "<!-- locks-tables:begin -->"
 END = "<!-- locks-tables:end -->"
-UNITS = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-def medians(log):
-    """Criterion's median estimate (the middle of the three `time:` values) per benchmark id."""
-    out = {}
-    name = None
-    for line in log.splitlines():
-        m = re.match(r"^(\S+)\s+time:\s+\[\S+ \S+ (\S+) (\S+) \S+ \S+\]", line)
-        if m:
-            out[m.group(1)] = float(m.group(2)) * UNITS[m.group(3)]
-            name = None
-            continue
-        if line and not line.startswith(" ") and "/" in line and " " not in line.strip():
-            name = line.strip()
-            continue
-        m = re.match(r"^\s+time:\s+\[\S+ \S+ (\S+) (\S+) \S+ \S+\]", line)
-        if m and name:
-            out[name] = float(m.group(1)) * UNITS[m.group(2)]
-            name = None
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from five_runs import criterion_medians  # noqa: E402  (the one criterion log parser)
 
 
 def show(ns):
@@ -109,7 +89,7 @@ def main():
             f.write(log)
         if run.returncode != 0:
             sys.exit(f"locks_tables: the bench failed (log in target/locks-tables/{commit}.log)")
-    times = medians(log)
+    times = criterion_medians(log)
     if not times:
         sys.exit("locks_tables: no criterion results in the log")
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
