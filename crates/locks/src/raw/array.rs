@@ -170,6 +170,31 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
         scope.into_held(&self.meta)
     }
 
+    /// Takes the next ticket and enters if the lock is free (the last ticket handed out has
+    /// entered and released, setting the next slot): the lock's compare-and-swap from free.
+    #[inline]
+    fn take_if_free(&self) -> bool {
+        let next = self.tickets.next.load(Ordering::Acquire);
+        if self.ahead(next) != 1 || !self.slots[next % N].load(Ordering::Acquire) {
+            return false;
+        }
+        if self
+            .tickets
+            .next
+            .compare_exchange(
+                next,
+                next.wrapping_add(1),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return false;
+        }
+        self.enter(next);
+        true
+    }
+
     #[inline]
     fn enter(&self, ticket: usize) {
         // Reset our slot for the ticket N after ours, which waits at the door until it sees our
@@ -192,39 +217,29 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        let waited = self.meta.crowd_door::<W>(&|| self.crowded());
-        let ticket = self.tickets.next.fetch_add(1, Ordering::Relaxed);
-        // Our slot is ours once the ticket N before ours has entered; its being set then means
-        // the previous ticket has released.
-        if self.ahead(ticket) <= N && self.slots[ticket % N].load(Ordering::Acquire) {
-            self.enter(ticket);
+        let door = self
+            .meta
+            .crowd_door::<W>(&|| self.take_if_free(), &|| self.crowded());
+        if let Some(waited) = door {
             if waited != 0 {
                 self.meta.times.add_wait(waited);
             }
             return scope.into_held(&self.meta);
         }
-        self.lock_slow(scope, ticket, waited)
+        let ticket = self.tickets.next.fetch_add(1, Ordering::Relaxed);
+        // Our slot is ours once the ticket N before ours has entered; its being set then means
+        // the previous ticket has released.
+        if self.ahead(ticket) <= N && self.slots[ticket % N].load(Ordering::Acquire) {
+            self.enter(ticket);
+            return scope.into_held(&self.meta);
+        }
+        self.lock_slow(scope, ticket, 0)
     }
 
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
-        let next = self.tickets.next.load(Ordering::Acquire);
-        // Free: the last ticket handed out has entered and released (it set our slot).
-        if self.ahead(next) != 1 || !self.slots[next % N].load(Ordering::Acquire) {
-            return None;
-        }
-        self.tickets
-            .next
-            .compare_exchange(
-                next,
-                next.wrapping_add(1),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .ok()?;
-        self.enter(next);
-        Some(scope.into_held(&self.meta))
+        self.take_if_free().then(|| scope.into_held(&self.meta))
     }
 
     #[inline]

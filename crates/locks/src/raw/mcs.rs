@@ -171,6 +171,21 @@ impl<W: WaitPolicy> RawMcsLock<W> {
     }
 }
 
+impl<W: WaitPolicy> RawMcsLock<W> {
+    /// Takes the lock if it is free (empty queue): the tail's compare-and-swap from null.
+    #[inline]
+    fn take_if_free(&self) -> bool {
+        self.tail
+            .compare_exchange(
+                ptr::null_mut(),
+                held(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+}
+
 /// Spins until `link` is set (the linking thread is between two of its instructions).
 fn wait_for_link(link: &AtomicPtr<McsNode>) -> *mut McsNode {
     let mut i = 0u32;
@@ -201,22 +216,16 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        let door = self
-            .meta
-            .crowd_door::<W>(&|| !self.tail.load(Ordering::SeqCst).is_null());
-        if door != 0 {
-            self.meta.times.add_wait(door);
+        let door = self.meta.crowd_door::<W>(&|| self.take_if_free(), &|| {
+            !self.tail.load(Ordering::SeqCst).is_null()
+        });
+        if let Some(waited) = door {
+            if waited != 0 {
+                self.meta.times.add_wait(waited);
+            }
+            return scope.into_held(&self.meta);
         }
-        if self
-            .tail
-            .compare_exchange(
-                ptr::null_mut(),
-                held(),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
+        if self.take_if_free() {
             return scope.into_held(&self.meta);
         }
         self.lock_slow(scope)
@@ -225,15 +234,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
-        self.tail
-            .compare_exchange(
-                ptr::null_mut(),
-                held(),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .ok()
-            .map(|_| scope.into_held(&self.meta))
+        self.take_if_free().then(|| scope.into_held(&self.meta))
     }
 
     #[inline]

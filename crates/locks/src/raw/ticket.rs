@@ -46,7 +46,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
     }
 
     #[cold]
-    fn lock_slow(&self, scope: ClassScope, my: u32, serving: u32, door: u64) -> HeldToken {
+    fn lock_slow(&self, scope: ClassScope, my: u32, serving: u32) -> HeldToken {
         self.meta.history.start_sampling();
         let ahead = my.wrapping_sub(serving);
         let class = queued_class(ahead as usize);
@@ -74,8 +74,19 @@ impl<W: WaitPolicy> RawTicketLock<W> {
             }
             false
         });
-        self.meta.times.add_wait(waited + door);
+        self.meta.times.add_wait(waited);
         scope.into_held(&self.meta)
+    }
+}
+
+impl<W: WaitPolicy> RawTicketLock<W> {
+    /// Takes the ticket being served if nobody holds it: the lock's compare-and-swap from free.
+    #[inline]
+    fn take_if_free(&self) -> bool {
+        let s = self.serving.load(Ordering::Acquire);
+        self.next
+            .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 }
 
@@ -91,29 +102,28 @@ unsafe impl<W: WaitPolicy> RawLock for RawTicketLock<W> {
     #[inline]
     fn lock(&self) -> HeldToken {
         let scope = ClassScope::enter::<W>();
-        let door = self.meta.crowd_door::<W>(&|| {
+        let door = self.meta.crowd_door::<W>(&|| self.take_if_free(), &|| {
             let s = self.serving.load(Ordering::SeqCst);
             self.next.load(Ordering::SeqCst).wrapping_sub(s) >= 1
         });
-        let my = self.next.fetch_add(1, Ordering::Relaxed);
-        let serving = self.serving.load(Ordering::Acquire);
-        if serving == my {
-            if door != 0 {
-                self.meta.times.add_wait(door);
+        if let Some(waited) = door {
+            if waited != 0 {
+                self.meta.times.add_wait(waited);
             }
             return scope.into_held(&self.meta);
         }
-        self.lock_slow(scope, my, serving, door)
+        let my = self.next.fetch_add(1, Ordering::Relaxed);
+        let serving = self.serving.load(Ordering::Acquire);
+        if serving == my {
+            return scope.into_held(&self.meta);
+        }
+        self.lock_slow(scope, my, serving)
     }
 
     #[inline]
     fn try_lock(&self) -> Option<HeldToken> {
         let scope = ClassScope::enter::<W>();
-        let s = self.serving.load(Ordering::Acquire);
-        self.next
-            .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| scope.into_held(&self.meta))
+        self.take_if_free().then(|| scope.into_held(&self.meta))
     }
 
     #[inline]
