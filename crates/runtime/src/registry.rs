@@ -219,6 +219,9 @@ pub(crate) struct WorkerLocal {
     pub(crate) work_from: Cell<u64>,
     /// The last deaf sleep ran out: the next sleep hears local pushes again.
     pub(crate) hear_next: Cell<bool>,
+    /// Hearing sleeps in a row that ran out with nobody waking the worker (`worker.rs`,
+    /// `idle_inner`): each doubles the next one's bound, up to `HEARING_MAX_DOUBLINGS`.
+    pub(crate) hearing_expiries: Cell<u32>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -256,6 +259,7 @@ impl WorkerLocal {
             fruitless_wakes: Cell::new(0),
             work_from: Cell::new(0),
             hear_next: Cell::new(false),
+            hearing_expiries: Cell::new(0),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }

@@ -43,6 +43,20 @@ const DEAF_AFTER: u32 = 3;
 const WORTH_WAKE_TICKS: u64 = 200_000;
 const DEAF_FIRST: std::time::Duration = std::time::Duration::from_micros(100);
 const DEAF_MAX_DOUBLINGS: u32 = 2;
+/// Every idle sleep is bounded, the hearing ones too: `HEARING_FIRST`, doubling with each
+/// hearing sleep in a row that runs out with nobody waking the worker, up to
+/// `HEARING_FIRST << HEARING_MAX_DOUBLINGS` (64 ms: an idle runtime's worker looks about 16
+/// times a second); any wake-up starts again at `HEARING_FIRST`.
+///
+/// Why (issue 15, session 10): a push onto a worker's own deque wakes a sleeper without a
+/// fence, and skips the attempt for a while after one found the sleepers already woken
+/// (`sleep.rs`), on the ground that the pusher drains its own deque before it idles. A green
+/// thread that pushes a `join` half and then waits for it without yielding (a spin on a flag
+/// the other half sets) never drains it: a sleeper that missed the push slept for good and the
+/// program hung (`tests/deaf_sleep.rs`, once in CI). With the bound a missed push costs at most
+/// that delay.
+const HEARING_FIRST: std::time::Duration = std::time::Duration::from_millis(1);
+const HEARING_MAX_DOUBLINGS: u32 = 6;
 const FAIR_TICK: u32 = 61;
 
 impl WorkerLocal {
@@ -369,9 +383,11 @@ impl WorkerLocal {
         let hear = self.hear_next.replace(false);
         let deaf_for = (fruitless >= DEAF_AFTER && !hear)
             .then(|| DEAF_FIRST * (1 << (fruitless - DEAF_AFTER).min(DEAF_MAX_DOUBLINGS)));
+        let hearing_for = HEARING_FIRST * (1 << self.hearing_expiries.get());
         let slept = me.sleep.sleep(
             &shared.sleepers,
             deaf_for,
+            hearing_for,
             || self.steal(),
             || shared.may_exit(),
             || {
@@ -382,6 +398,15 @@ impl WorkerLocal {
             },
         );
         // Counted fruitless now; the next sleep step clears the count if enough work followed.
+        if deaf_for.is_none() && matches!(slept, Slept::Expired) {
+            // A hearing sleep ran out: nobody woke the worker, so it is no fruitless wake-up;
+            // it looks again, and sleeps longer next time if it finds nothing.
+            let n = self.hearing_expiries.get();
+            self.hearing_expiries
+                .set((n + 1).min(HEARING_MAX_DOUBLINGS));
+            return Idle::Woke;
+        }
+        self.hearing_expiries.set(0);
         match slept {
             Slept::Found(j) => Idle::Found(j),
             Slept::Woke | Slept::Expired => {

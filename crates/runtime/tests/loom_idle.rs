@@ -163,6 +163,7 @@ impl Rt {
             let slept = self.words[me].sleep(
                 &self.sleepers,
                 deaf_for,
+                std::time::Duration::from_millis(1),
                 || self.steal(me),
                 || self.may_exit(),
                 || assert_eq!(self.deques[me].len(), 0, "worker {me} sleeps on own work"),

@@ -40,8 +40,8 @@ pub enum Slept<J> {
     Found(J),
     /// It slept and was woken (or found nothing and was told to look again).
     Woke,
-    /// It slept deaf to local pushes (see [`SleepWord::sleep`]) and its time ran out before
-    /// anyone woke it.
+    /// Its sleep's time ran out before anyone woke it (a deaf sleep's or a hearing one's, see
+    /// [`SleepWord::sleep`]).
     Expired,
     /// Nothing found and the runtime may stop: leave the loop.
     Exit,
@@ -154,15 +154,19 @@ impl SleepWord {
     /// With `deaf_for`, the owner sleeps *deaf to local pushes*: it is counted among the
     /// sleepers (every fenced publisher still wakes it) but not among those a push onto a
     /// worker's own deque wakes ([`SleeperCount::any_after_local_push`]), and it wakes by itself
-    /// after that long ([`Slept::Expired`]) to search again. A local push it did not hear costs
-    /// at most that delay in parallelism, never progress (its pusher drains its own deque
-    /// before it idles). A worker sleeps deaf after repeated wake-ups that found nothing to
-    /// take (a spawner whose threads its joiner runs inline, `worker.rs`).
+    /// after that long ([`Slept::Expired`]) to search again. Without, it hears local pushes and
+    /// wakes by itself after `hearing_for`. A local push it did not hear (or that did not wake
+    /// it: such pushes are not fenced) costs at most that delay in parallelism, never progress,
+    /// even where the pusher waits for the pushed work without draining its own deque (a green
+    /// thread that spins until the other half of its `join` has run). A worker sleeps deaf
+    /// after repeated wake-ups that found nothing to take (a spawner whose threads its joiner
+    /// runs inline, `worker.rs`).
     #[inline]
     pub fn sleep<J>(
         &self,
         sleepers: &SleeperCount,
         deaf_for: Option<Duration>,
+        hearing_for: Duration,
         last_search: impl FnOnce() -> Option<J>,
         may_exit: impl FnOnce() -> bool,
         on_sleep: impl FnOnce(),
@@ -177,16 +181,9 @@ impl SleepWord {
         let exit = found.is_none() && may_exit();
         if found.is_none() && !exit {
             on_sleep();
-            match deaf_for {
-                None => {
-                    while self.state.load(Ordering::Acquire) == SLEEPING {
-                        self.futex_wait(SLEEPING);
-                    }
-                }
-                Some(d) => self.futex_wait_while_sleeping_for(d),
-            }
+            self.futex_wait_while_sleeping_for(deaf_for.unwrap_or(hearing_for));
         }
-        // A publisher that moved the word on (NOTIFIED) woke us; else a deaf sleep ran out.
+        // A publisher that moved the word on (NOTIFIED) woke us; else the sleep ran out.
         let woken = self.state.swap(AWAKE, Ordering::SeqCst) != SLEEPING;
         sleepers.count.fetch_sub(1, Ordering::SeqCst);
         if deaf_for.is_none() {
@@ -195,7 +192,7 @@ impl SleepWord {
         match found {
             Some(j) => Slept::Found(j),
             None if exit => Slept::Exit,
-            None if woken || deaf_for.is_none() => Slept::Woke,
+            None if woken => Slept::Woke,
             None => Slept::Expired,
         }
     }
@@ -213,8 +210,8 @@ impl SleepWord {
         }
     }
 
-    /// Under loom a deaf sleep never runs out (the latest its timer may fire): the models then
-    /// show that no work depends on the timer, only on the fenced publishers' wake-ups and on
+    /// Under loom a sleep never runs out (the latest its timer may fire): the models then show
+    /// that no work depends on the timer, only on the fenced publishers' wake-ups and on
     /// pushers draining their own deques. (Running out early only adds a search.)
     #[cfg(loom)]
     fn futex_wait_while_sleeping_for(&self, _d: Duration) {
