@@ -169,9 +169,7 @@ impl<W: WaitPolicy> RawMcsLock<W> {
         }
         scope.into_held(&self.meta)
     }
-}
 
-impl<W: WaitPolicy> RawMcsLock<W> {
     /// Takes the lock if it is free (empty queue): the tail's compare-and-swap from null.
     #[inline]
     fn take_if_free(&self) -> bool {

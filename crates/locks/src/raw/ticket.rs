@@ -77,9 +77,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
         self.meta.times.add_wait(waited);
         scope.into_held(&self.meta)
     }
-}
 
-impl<W: WaitPolicy> RawTicketLock<W> {
     /// Takes the ticket being served if nobody holds it: the lock's compare-and-swap from free.
     #[inline]
     fn take_if_free(&self) -> bool {
