@@ -77,11 +77,12 @@ const LOCAL_WAKE_SKIP: u32 = 63;
 impl WorkerLocal {
     /// Wakes one sleeping worker after a push to this worker's *own* start deque.
     ///
-    /// No fence here: such a push cannot be lost, because the pushing worker drains its own deque
-    /// before it ever goes idle (a `join` takes its half back or waits while its worker runs
-    /// other work). If the load below misses a worker that is just falling asleep, the cost is
-    /// parallelism, not progress, and the next push (or the sleeper's own final search, which
-    /// follows a fence) repairs it.
+    /// No fence here: such a push is not lost, because the pushing worker drains its own deque
+    /// before it goes idle (a `join` takes its half back or waits while its worker runs other
+    /// work), and a pusher that never does (a green thread spinning until its pushed half has
+    /// run) is served by the sleeper's bound: every idle sleep runs out after at most 64 ms
+    /// (`worker.rs`, `HEARING_FIRST`). If the load below misses a worker that is just falling
+    /// asleep, the cost is parallelism, not progress.
     ///
     /// By the same argument, after an attempt that found the announced sleepers already woken
     /// (`NOTIFIED`, still counted until they run) the next `LOCAL_WAKE_SKIP` pushes skip the

@@ -281,7 +281,7 @@ impl SleeperCount {
     }
 
     /// Publisher side, after a push to the calling worker's *own* start deque: no fence (the
-    /// pusher drains its own deque before it goes idle, so the push cannot be lost; a missed
+    /// pusher drains its own deque before it goes idle, and every sleep is bounded, so a missed
     /// sleeper costs parallelism only). Whether anyone may sleep who is not deaf to local
     /// pushes.
     #[inline]
