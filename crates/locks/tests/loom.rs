@@ -143,9 +143,10 @@ lock_models! {
     array_informed_excl: mutual_exclusion::<RawArrayLock<Informed, 4>>,
     array_block_excl: mutual_exclusion::<RawArrayLock<ImmediateBlock, 4>>,
     array_spin_excl: mutual_exclusion::<RawArrayLock<AlwaysSpin, 4>>,
-    // Capacity 1: the second thread waits at the door.
-    array_door_block_excl: mutual_exclusion::<RawArrayLock<ImmediateBlock, 1>>,
-    array_door_informed_excl: mutual_exclusion::<RawArrayLock<Informed, 1>>,
+    // Capacity 1: the waiters' tickets share the one slot, each waiting for its own value.
+    array_shared_slot_block_excl: mutual_exclusion::<RawArrayLock<ImmediateBlock, 1>>,
+    array_shared_slot_informed_excl: mutual_exclusion::<RawArrayLock<Informed, 1>>,
+    array_shared_slot_spin_excl: mutual_exclusion::<RawArrayLock<AlwaysSpin, 1>>,
     ticket_fifo: fifo::<RawTicketLock<ImmediateBlock>>,
     mcs_fifo: fifo::<RawMcsLock<ImmediateBlock>>,
     array_fifo: fifo::<RawArrayLock<ImmediateBlock, 4>>,
@@ -394,10 +395,11 @@ fn condvar_notify_counts_waiter_in_unlock_window() {
     });
 }
 
-/// Issue 18: the door of a full array lock. Capacity 1: while one thread holds the lock, the
-/// other two wait at the door (one of them may also bounce off it while the third is counted
-/// transiently); every thread gets in exactly once and none is left parked at the door.
-fn array_door_three<W: WaitPolicy>() {
+/// Issue 18: more waiters than slots. Capacity 1: while one thread holds the lock, the other two
+/// wait on the one slot, each for its own ticket (issue 18's version had a door there, which
+/// session 11's ticket-valued slots made unnecessary); every thread gets in exactly once and
+/// none is left parked.
+fn array_shared_slot_three<W: WaitPolicy>() {
     three_take_it_once(RawArrayLock::<W, 1>::new);
 }
 
@@ -429,12 +431,12 @@ fn three_take_it_once<L: RawLock + 'static>(make: fn() -> L) {
 }
 
 #[test]
-fn array_door_three_block() {
-    array_door_three::<ImmediateBlock>();
+fn array_shared_slot_three_block() {
+    array_shared_slot_three::<ImmediateBlock>();
 }
 #[test]
-fn array_door_three_informed() {
-    array_door_three::<Informed>();
+fn array_shared_slot_three_informed() {
+    array_shared_slot_three::<Informed>();
 }
 
 /// Channel: two senders, one place; the receiver gets both messages (none lost, none twice), and

@@ -65,7 +65,7 @@ counter_tests! {
     array_informed: RawArrayLock<Informed>,
     array_spin: RawArrayLock<AlwaysSpin>,
     array_block: RawArrayLock<ImmediateBlock>,
-    // Capacity 2 with 4 and 8 threads: the door in front of the array must keep it correct.
+    // Capacity 2 with 4 and 8 threads: waiters share slots, each waiting for its own ticket.
     array_informed_over_capacity: RawArrayLock<Informed, 2>,
     array_block_over_capacity: RawArrayLock<ImmediateBlock, 2>,
 }

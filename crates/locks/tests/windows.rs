@@ -87,12 +87,12 @@ fn notify_all_counts_waiters_between_unlock_and_park() {
     });
 }
 
-/// A thread at the door of a full array lock publishes `Waiter` while it waits there, and gets
-/// the lock in its turn. Capacity 1, held by the test thread (ticket 0): a first waiter takes
-/// ticket 1 and waits on the only slot (next in line: `ImmediateWaiter`); a second takes ticket 2
-/// and waits at the door until ticket 1 has entered.
+/// A thread waiting behind another on a full array lock publishes `Waiter`, and gets the lock in
+/// its turn. Capacity 1, held by the test thread (ticket 0): a first waiter takes ticket 1 and
+/// waits on the only slot (next in line: `ImmediateWaiter`); a second takes ticket 2 and waits
+/// on the same slot for its own ticket.
 #[test]
-fn array_door_waiter_publishes_waiter() {
+fn array_waiter_behind_another_publishes_waiter() {
     let lock = lock_api::Mutex::<RawArrayLock<Informed, 1>, Vec<usize>>::new(Vec::new());
     let first = FakeHook::leak(Some(0));
     let second = FakeHook::leak(Some(0));

@@ -3,47 +3,54 @@
 use super::{impl_raw_mutex, queued_class, RawLock};
 use crate::hook::PriorityClass;
 use crate::stats::LockTimesSnapshot;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{model_sc_fence, AtomicU64, Ordering};
 use crate::wait::{
     wait_until, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
 };
 use crossbeam_utils::CachePadded;
 use std::marker::PhantomData;
 
-/// Key under which threads beyond the capacity wait at the door.
-const DOOR_KEY: usize = usize::MAX;
-
-/// The ticket counter and the holder's ticket, on one cache line: an acquisition takes a ticket
-/// and then writes the holder ticket, so both writes hit the line the ticket's increment just
-/// fetched, and the crowd door's "is anyone inside" reads one line.
+/// The ticket counter and the last released ticket, on one cache line: the lock is free exactly
+/// when they differ by one, so taking it from free (`try_lock`, the crowd door) and the crowd
+/// door's "is anyone inside" read one line, and a release that finds nobody queued writes only
+/// this line.
 struct Tickets {
     /// The next ticket to hand out.
-    next: AtomicUsize,
-    /// The ticket of the current holder, or of the last one after its release (written by the
-    /// holder only, when it enters). Starts at `usize::MAX`: ticket "-1" has come and gone.
-    holder: AtomicUsize,
+    next: AtomicU64,
+    /// The ticket of the last holder that released (written by that holder only, when it
+    /// releases). Starts at `u64::MAX`: ticket "-1" has come and gone. While the lock is held,
+    /// the holder's ticket is `released + 1`.
+    released: AtomicU64,
 }
 
+/// A slot's value before any release wrote it: no ticket waits for it (tickets are 64-bit and
+/// never wrap in practice).
+const NO_TICKET: u64 = u64::MAX;
+
 /// Anderson's array-based queue lock with `N` slots (a power of two, default 32): an arriving
-/// thread takes a ticket and spins on its own cache-line-padded slot `ticket % N`; the releaser
-/// sets the next slot. FIFO.
+/// thread takes a ticket and, unless the lock was free, waits on its own cache-line-padded slot
+/// `ticket % N` until the holder before it writes its ticket there. FIFO.
 ///
-/// **Capacity.** At most `N` tickets (holder included) have a slot at once. A thread whose ticket
-/// is `N` or more places behind the holder waits at a door until the ticket `N` before its own
-/// has entered (and so freed the slot they share), then takes its slot: correct and still FIFO,
-/// but the door's waiters are woken at every release to look, so choose `N` at least the number
-/// of threads that contend. `N` that is zero or not a power of two is rejected at compile time.
+/// **Slots hold tickets** (as in Dice's partitioned ticket lock), not flags: the releaser of
+/// ticket `t` writes `t + 1` into slot `(t + 1) % N`, so an entering thread never resets its
+/// slot, and more than `N` waiters are still correct and FIFO (the waiters for `t` and `t + N`
+/// share a slot's line, and each waits for its own value). Choose `N` at least the number of
+/// threads that contend, so that each spins on a line of its own. `N` that is zero or not a
+/// power of two is rejected at compile time.
 ///
-/// Lines touched by an uncontended acquisition and release: the ticket line (one increment, one
-/// store of the holder ticket), the holder's slot and the next slot (issue 15: an earlier
-/// version also counted the threads inside on a shared line, two more read-modify-writes per
-/// acquisition, which made the lock's occupancy on 8 threads on 2 CPUs long enough that three
-/// times as many arrivals parked at the crowd door as on the ticket lock).
+/// **A release writes a slot only when a ticket was taken behind it**: the holder stores its
+/// ticket as `released`, then looks at `next`; an arrival takes its ticket and then looks at
+/// `released`. Both are sequentially consistent, so either the arrival sees the release (and
+/// enters without waiting) or the releaser sees the arrival (and writes its slot). So an
+/// acquisition from free and its release touch one cache line, the ticket line, as the TTAS
+/// lock's do (issue 15, session 11: the flag version read the next slot's line at every
+/// acquisition and swapped it at every release; on 8 OS threads on 2 CPUs those two misses were
+/// 98 % of its lock samples and the lock 27 % of the loop's CPU, std's mutex 11 %).
 ///
-/// Classes: the waiter in the slot after the holder's publishes `ImmediateWaiter`, the others
-/// `Waiter` (each updates only its own class).
+/// Classes: the waiter whose ticket is next after the holder's publishes `ImmediateWaiter`, the
+/// others `Waiter` (each updates only its own class).
 pub struct RawArrayLock<W: WaitPolicy = Informed, const N: usize = 32> {
-    slots: [CachePadded<AtomicBool>; N],
+    slots: [CachePadded<AtomicU64>; N],
     tickets: CachePadded<Tickets>,
     meta: LockMeta,
     _policy: PhantomData<W>,
@@ -63,13 +70,11 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
     pub const fn new() -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::VALID;
-        let mut slots = [const { CachePadded::new(AtomicBool::new(false)) }; N];
-        slots[0] = CachePadded::new(AtomicBool::new(true));
         RawArrayLock {
-            slots,
+            slots: [const { CachePadded::new(AtomicU64::new(NO_TICKET)) }; N],
             tickets: CachePadded::new(Tickets {
-                next: AtomicUsize::new(0),
-                holder: AtomicUsize::new(usize::MAX),
+                next: AtomicU64::new(0),
+                released: AtomicU64::new(u64::MAX),
             }),
             meta: LockMeta::new(),
             _policy: PhantomData,
@@ -82,79 +87,60 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
         #[allow(clippy::let_unit_value)]
         let () = Self::VALID;
         RawArrayLock {
-            slots: std::array::from_fn(|i| CachePadded::new(AtomicBool::new(i == 0))),
+            slots: std::array::from_fn(|_| CachePadded::new(AtomicU64::new(NO_TICKET))),
             tickets: CachePadded::new(Tickets {
-                next: AtomicUsize::new(0),
-                holder: AtomicUsize::new(usize::MAX),
+                next: AtomicU64::new(0),
+                released: AtomicU64::new(u64::MAX),
             }),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
     }
 
-    /// Places between `ticket` and the current (or last) holder: 1 for the next in line.
+    /// The slot ticket `ticket` waits on.
     #[inline]
-    fn ahead(&self, ticket: usize) -> usize {
-        ticket.wrapping_sub(self.tickets.holder.load(Ordering::Acquire))
+    fn slot(&self, ticket: u64) -> &AtomicU64 {
+        // The remainder is below N, a usize.
+        &self.slots[(ticket % N as u64) as usize]
+    }
+
+    /// Places between `ticket` and the current holder: 1 for the next in line (0 once the lock
+    /// is free for it).
+    #[inline]
+    fn ahead(&self, ticket: u64) -> u64 {
+        ticket
+            .wrapping_sub(self.tickets.released.load(Ordering::Acquire))
+            .wrapping_sub(1)
     }
 
     /// Whether the lock is held or has a thread between taking a ticket and entering.
     #[inline]
     fn crowded(&self) -> bool {
         let next = self.tickets.next.load(Ordering::SeqCst);
-        // No ticket taken since the holder's: crowded while the holder has not released, i.e.
-        // while the next ticket's slot is not set.
-        self.ahead(next) != 1 || !self.slots[next % N].load(Ordering::SeqCst)
-    }
-
-    /// Waits until the ticket `N` before `ticket` has entered (its slot is then ours to spin on).
-    ///
-    /// A thread at the door is a lock waiter and publishes `Waiter` (002 rule b). It used to keep
-    /// its `Running` class: on green threads, each door waiter then saw the others as "higher"
-    /// ready threads and handed its worker to them on every poll, so that past the capacity the
-    /// door waiters yielded to one another forever and the thread granted the lock (a `Waiter`)
-    /// never ran again (issue 18).
-    ///
-    /// No lost wake-up: the ticket `ticket - N` stores itself as holder when it enters, before
-    /// its release's `SeqCst` swap of the next slot, after which that release wakes the door
-    /// ([`RawLock::unlock`]); a door waiter re-checks after linking into the queue (the queue's
-    /// protocol, `wait::queue`).
-    #[cold]
-    fn wait_at_door(&self, ticket: usize, scope: &ClassScope) -> u64 {
-        scope.publish(PriorityClass::Waiter);
-        let w = WaitFor {
-            queue: &self.meta.queue,
-            key: DOOR_KEY,
-            expected_ns: self.meta.history.mean_ns(),
-            holder_tid: 0,
-            class: PriorityClass::Waiter,
-            cell: None,
-        };
-        wait_until::<W>(&w, &mut || self.ahead(ticket) <= N)
+        next.wrapping_sub(self.tickets.released.load(Ordering::SeqCst)) != 1
     }
 
     #[cold]
-    fn lock_slow(&self, scope: ClassScope, ticket: usize, mut waited: u64) -> HeldToken {
+    fn lock_slow(&self, scope: ClassScope, ticket: u64) -> HeldToken {
         self.meta.history.start_sampling();
-        if self.ahead(ticket) > N {
-            waited += self.wait_at_door(ticket, &scope);
-        }
-        let slot = ticket % N;
-        let ahead = self.ahead(ticket);
-        let class = queued_class(ahead);
+        let ahead = self.ahead(ticket).max(1);
+        let class = queued_class(ahead as usize);
         scope.publish(class);
         let cell = scope.cell();
         let mut promoted = ahead == 1;
+        let slot = self.slot(ticket);
         let w = WaitFor {
             queue: &self.meta.queue,
-            key: slot,
-            expected_ns: self.meta.history.mean_ns() * ahead.max(1) as u64,
+            key: ticket as usize,
+            expected_ns: self.meta.history.mean_ns() * ahead,
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
             cell,
         };
-        waited += wait_until::<W>(&w, &mut || {
-            if self.slots[slot].load(Ordering::Acquire) {
+        // Our initial look at `released` missed the release of the ticket before ours, so that
+        // release saw our ticket taken and writes our slot (see the type's docs).
+        let waited = wait_until::<W>(&w, &mut || {
+            if slot.load(Ordering::Acquire) == ticket {
                 return true;
             }
             if !promoted && self.ahead(ticket) == 1 {
@@ -166,20 +152,20 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
             false
         });
         self.meta.times.add_wait(waited);
-        self.enter(ticket);
         scope.into_held(&self.meta)
     }
 
-    /// Takes the next ticket and enters if the lock is free (the last ticket handed out has
-    /// entered and released, setting the next slot): the lock's compare-and-swap from free.
+    /// Takes the next ticket if the lock is free (every ticket handed out has released): the
+    /// lock's compare-and-swap from free.
     #[inline]
     fn take_if_free(&self) -> bool {
-        let next = self.tickets.next.load(Ordering::Acquire);
-        if self.ahead(next) != 1 || !self.slots[next % N].load(Ordering::Acquire) {
+        let next = self.tickets.next.load(Ordering::Relaxed);
+        // Acquire: pairs with the last holder's release of `released`. The value cannot move
+        // past `next - 1` before ticket `next` is handed out, which only the exchange below does.
+        if self.tickets.released.load(Ordering::Acquire) != next.wrapping_sub(1) {
             return false;
         }
-        if self
-            .tickets
+        self.tickets
             .next
             .compare_exchange(
                 next,
@@ -187,20 +173,7 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             )
-            .is_err()
-        {
-            return false;
-        }
-        self.enter(next);
-        true
-    }
-
-    #[inline]
-    fn enter(&self, ticket: usize) {
-        // Reset our slot for the ticket N after ours, which waits at the door until it sees our
-        // holder store (Release, after this reset).
-        self.slots[ticket % N].store(false, Ordering::Relaxed);
-        self.tickets.holder.store(ticket, Ordering::Release);
+            .is_ok()
     }
 }
 
@@ -210,9 +183,11 @@ impl<W: WaitPolicy, const N: usize> Default for RawArrayLock<W, N> {
     }
 }
 
-// SAFETY: a ticket spins on its slot only once the ticket N before it has entered (the door), so
-// the tickets waiting on slots map to distinct slots; a thread enters only when its slot is set
-// (Acquire), and the holder sets the next slot with Release (or SeqCst) when it leaves.
+// SAFETY: tickets are unique (one counter); ticket `t` enters only when `released` is `t - 1`
+// (Acquire), i.e. every earlier ticket has released, or when its slot holds `t` (Acquire), which
+// only the release of `t - 1` writes (Release or SeqCst, after its critical section). Neither can
+// be seen by another ticket: `released` moves past `t - 1` only when `t` itself releases, and a
+// slot holds `t` only for ticket `t`.
 unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
     #[inline]
     fn lock(&self) -> HeldToken {
@@ -226,14 +201,13 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
             }
             return scope.into_held(&self.meta);
         }
-        let ticket = self.tickets.next.fetch_add(1, Ordering::Relaxed);
-        // Our slot is ours once the ticket N before ours has entered; its being set then means
-        // the previous ticket has released.
-        if self.ahead(ticket) <= N && self.slots[ticket % N].load(Ordering::Acquire) {
-            self.enter(ticket);
+        // SeqCst with the release's store of `released` and its look at `next` (type docs).
+        let ticket = self.tickets.next.fetch_add(1, Ordering::SeqCst);
+        model_sc_fence();
+        if self.tickets.released.load(Ordering::SeqCst) == ticket.wrapping_sub(1) {
             return scope.into_held(&self.meta);
         }
-        self.lock_slow(scope, ticket, 0)
+        self.lock_slow(scope, ticket)
     }
 
     #[inline]
@@ -245,24 +219,36 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
     #[inline]
     unsafe fn unlock(&self, token: HeldToken) {
         token.releasing(&self.meta);
-        // Only the holder writes the holder ticket.
-        let next = self.tickets.holder.load(Ordering::Relaxed).wrapping_add(1) % N;
+        // Only the holder writes `released`: ours is the ticket after it.
+        let mine = self
+            .tickets
+            .released
+            .load(Ordering::Relaxed)
+            .wrapping_add(1);
+        let next = mine.wrapping_add(1);
         if W::MODE == WaitMode::Spin {
-            self.slots[next].store(true, Ordering::Release);
+            // Spinners never park, so the slot is always written: no store-load race to close.
+            self.tickets.released.store(mine, Ordering::Release);
+            self.slot(next).store(next, Ordering::Release);
         } else {
-            self.slots[next].swap(true, Ordering::SeqCst);
-            // One pass over the queue, after the swap: the new holder, under informed waiting
-            // also the new next-in-line (see the ticket lock) and one thread from the crowd door,
-            // and the threads at the capacity door (waiting for our entry, which came before).
+            // A swap, not a store: a read-modify-write, as the queue's waiter check asks.
+            self.tickets.released.swap(mine, Ordering::SeqCst);
+            model_sc_fence();
+            if self.tickets.next.load(Ordering::SeqCst) != next {
+                // A ticket was taken behind ours; its owner may be waiting on its slot. SeqCst:
+                // with the queue's count read below, a waiter that linked itself into the queue
+                // and then saw no ticket in its slot is woken.
+                self.slot(next).swap(next, Ordering::SeqCst);
+            }
+            // One pass over the queue: the new holder, under informed waiting also the new
+            // next-in-line (see the ticket lock), and one thread from the crowd door where the
+            // release left the lock free.
+            let (holder, after) = (next as usize, next.wrapping_add(1) as usize);
             if W::MODE == WaitMode::Informed {
-                let after = (next + 1) % N;
                 self.meta
-                    .notify_released(&|k| k == next || k == after || k == DOOR_KEY, || {
-                        !self.crowded()
-                    });
+                    .notify_released(&|k| k == holder || k == after, || !self.crowded());
             } else {
-                self.meta
-                    .notify_released(&|k| k == next || k == DOOR_KEY, || false);
+                self.meta.notify_released(&|k| k == holder, || false);
             }
         }
         token.released();
@@ -281,7 +267,7 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
     }
 
     fn arrival_token(&self) -> usize {
-        self.tickets.next.load(Ordering::SeqCst)
+        self.tickets.next.load(Ordering::SeqCst) as usize
     }
 }
 

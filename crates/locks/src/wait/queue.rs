@@ -1,7 +1,7 @@
 //! The queue of parked threads of one lock, barrier or condition variable.
 
 use crate::hook::{SchedulerHook, Unparker};
-use crate::sync::{fence, spin_hint, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::{fence, model_sc_fence, spin_hint, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::ptr;
 use std::time::Instant;
 
@@ -156,12 +156,10 @@ impl WaitQueue {
     /// A `SeqCst` RMW followed by a `SeqCst` load cannot both miss a waiter that increments
     /// `count` (`SeqCst`) and then reads the condition after a `SeqCst` fence (C++20
     /// [atomics.order]: the fence would have to precede the RMW in the single total order and
-    /// follow it at once). loom models `SeqCst` accesses as acquire/release only and supports
-    /// `SeqCst` fences, so the model build adds the equivalent fence here.
+    /// follow it at once). The model build adds the equivalent fence ([`model_sc_fence`](crate::sync::model_sc_fence)).
     #[inline]
     pub(crate) fn has_waiters(&self) -> bool {
-        #[cfg(loom)]
-        fence(Ordering::SeqCst);
+        model_sc_fence();
         self.count.load(Ordering::SeqCst) != 0
     }
 
