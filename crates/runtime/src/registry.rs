@@ -222,6 +222,10 @@ pub(crate) struct WorkerLocal {
     /// Hearing sleeps in a row that ran out with nobody waking the worker (`worker.rs`,
     /// `idle_inner`): each doubles the next one's bound, up to `HEARING_MAX_DOUBLINGS`.
     pub(crate) hearing_expiries: Cell<u32>,
+    /// Which of the two resume sites the next resumption uses (`worker.rs`, `run_task`): it
+    /// alternates, so that two green threads taking turns on this worker are each resumed from
+    /// a site of their own.
+    pub(crate) resume_site: Cell<bool>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -260,6 +264,7 @@ impl WorkerLocal {
             work_from: Cell::new(0),
             hear_next: Cell::new(false),
             hearing_expiries: Cell::new(0),
+            resume_site: Cell::new(false),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }
