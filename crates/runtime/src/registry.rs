@@ -226,10 +226,6 @@ pub(crate) struct WorkerLocal {
     /// alternates, so that two green threads taking turns on this worker are each resumed from
     /// a site of their own.
     pub(crate) resume_site: Cell<bool>,
-    /// What `spawn::take_own_top` last found on top of the deque and put back, with the deque's
-    /// length then: while the length is the same, that entry is still on top, so a join of
-    /// another thread need not pop it again (joining in spawn order, issue 15).
-    pub(crate) top_hint: Cell<(usize, *const crate::task::Task)>,
     pub(crate) source: UnsafeCell<Option<WorkerSource>>,
 }
 
@@ -269,7 +265,6 @@ impl WorkerLocal {
             hear_next: Cell::new(false),
             hearing_expiries: Cell::new(0),
             resume_site: Cell::new(false),
-            top_hint: Cell::new((0, ptr::null())),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
         }

@@ -191,13 +191,6 @@ pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
     // SAFETY: per the contract the owner-only deque is ours to pop.
     unsafe {
         let w = &*w;
-        // The entry put back last time is still on top while the deque's length has not
-        // changed (a push and a steal in between can fool this, and then the caller takes the
-        // slower way: answering "not on top" is always allowed).
-        let (len, top) = w.top_hint.get();
-        if !top.is_null() && !ptr::eq(top, t) && w.deque.len() == len {
-            return false;
-        }
         loop {
             match w.deque.pop().map(RawJob::into_job) {
                 Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => {
@@ -212,15 +205,10 @@ pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
                 }
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {
-                    let top = match &other {
-                        Job::Task(x) => Arc::as_ptr(x),
-                        Job::Stack(_) => ptr::null(),
-                    };
                     w.deque.push(match other {
                         Job::Task(t) => RawJob::task(t),
                         Job::Stack(r) => RawJob::stack(r),
                     });
-                    w.top_hint.set((w.deque.len(), top));
                     return false;
                 }
                 None => return false,
