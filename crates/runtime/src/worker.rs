@@ -748,41 +748,41 @@ pub(crate) fn describe(t: &Task) -> String {
     }
 }
 
-/// Resumes a green thread: one of two copies of the resumption, used in turn by
-/// [`WorkerLocal::run_task`].
-///
-/// A resumption is an indirect call to where the green thread last suspended (corosensei's
-/// `switch_and_link`), and the CPU predicts its target from the call site and the recent
-/// branch history. With one site, two green threads that take turns on a worker (a yield
-/// ping-pong, a producer and its consumer) make that target alternate between their two
-/// suspension points. On the AMD EPYC host of issue 15's session 11 the predictor sometimes
-/// learned the alternation and sometimes did not, for millions of resumptions at a time: a
-/// yield took ≈12 ns or ≈26 ns, switching between the two during a run. With two sites used
-/// in turn, each site sees one target in such a ping-pong, and six processes took 12.8 ns each
-/// (`micro_probe yield`). The other direction, the green thread's return into the worker, is
-/// a `ret` paired with the call, which the return-address stack predicts. The empty `asm!`
-/// statements only make the two copies differ, so that the compiler keeps both.
-#[inline(always)]
-fn resume_at_site_0(co: &mut Co) -> CoroutineResult<Reason, Exit> {
-    // SAFETY: an empty assembly statement: it reads and writes nothing.
-    unsafe {
-        std::arch::asm!(
-            "/* resume site 0 */",
-            options(nomem, nostack, preserves_flags)
-        )
+/// Defines a copy of the resumption of a green thread (see `resume_at_site_0`); the marker is
+/// an empty assembly statement that only makes the copies differ, so that the compiler keeps
+/// each.
+macro_rules! resume_site {
+    ($(#[$doc:meta])* $name:ident, $marker:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        fn $name(co: &mut Co) -> CoroutineResult<Reason, Exit> {
+            // SAFETY: an empty assembly statement (a comment): it reads and writes nothing.
+            unsafe { std::arch::asm!($marker, options(nomem, nostack, preserves_flags)) };
+            co.resume(())
+        }
     };
-    co.resume(())
 }
 
-/// The second copy of [`resume_at_site_0`].
-#[inline(always)]
-fn resume_at_site_1(co: &mut Co) -> CoroutineResult<Reason, Exit> {
-    // SAFETY: an empty assembly statement: it reads and writes nothing.
-    unsafe {
-        std::arch::asm!(
-            "/* resume site 1 */",
-            options(nomem, nostack, preserves_flags)
-        )
-    };
-    co.resume(())
-}
+resume_site!(
+    /// Resumes a green thread: one of two copies of the resumption, used in turn by
+    /// [`WorkerLocal::run_task`].
+    ///
+    /// A resumption is an indirect call to where the green thread last suspended (corosensei's
+    /// `switch_and_link`), and the CPU predicts its target from the call site and the recent
+    /// branch history. With one site, two green threads that take turns on a worker (a yield
+    /// ping-pong, a producer and its consumer) make that target alternate between their two
+    /// suspension points. On the AMD EPYC host of issue 15's session 11 the predictor sometimes
+    /// learned the alternation and sometimes did not, for millions of resumptions at a time: a
+    /// yield took ≈12 ns or ≈26 ns, switching between the two during a run. With two sites used
+    /// in turn, each site sees one target in such a ping-pong, and six processes took
+    /// 12.4–12.5 ns each (`micro_probe yield`). The other direction, the green thread's return
+    /// into the worker, is a `ret` paired with the call, which the return-address stack
+    /// predicts.
+    resume_at_site_0,
+    "/* resume site 0 */"
+);
+resume_site!(
+    /// The second copy of [`resume_at_site_0`].
+    resume_at_site_1,
+    "/* resume site 1 */"
+);
