@@ -58,7 +58,7 @@ pub enum ReadyOrder {
     /// A *yielding* thread is recorded (`on_stop`) but queued with the largest key, behind every
     /// thread ready at that moment: every policy ranks the thread that just stopped first (it is
     /// the most recent, the last enqueued, the one with an intact footprint), which would turn
-    /// [`yield_now`] into a no-op and let a yield-spin loop starve the thread it waits for.
+    /// [`yield_now`](crate::yield_now) into a no-op and let a yield-spin loop starve the thread it waits for.
     Policy(Policy),
     /// [`ReadyOrder::Policy`] with `Policy::auto_for(topology, misses counted)`: the policy the
     /// scheduling simulator found best for this machine's caches, given whether the runtime's

@@ -126,8 +126,8 @@ impl Builder {
     }
 
     /// At most `n` green-thread stacks live at once (default: no cap beyond memory and
-    /// mappings). At the cap, [`GreenBuilder::spawn`] returns [`Error::StackLimit`],
-    /// [`spawn`] panics with its message, and a thread spawned before the cap was reached that
+    /// mappings). At the cap, [`GreenBuilder::spawn`](crate::GreenBuilder::spawn) returns [`Error::StackLimit`],
+    /// [`spawn`](crate::spawn) panics with its message, and a thread spawned before the cap was reached that
     /// cannot get a stack when it first runs fails its [`JoinHandle`] with that error (the
     /// payload downcasts to [`Error`]). `n` = 0 is an error from [`build`](Builder::build).
     pub fn max_stacks(mut self, n: usize) -> Builder {
@@ -520,7 +520,7 @@ impl Runtime {
     /// Spawns a green thread on this runtime from any thread.
     ///
     /// # Panics
-    /// In the caller, with the [`Error`]'s message, at a stack limit (as [`spawn`]).
+    /// In the caller, with the [`Error`]'s message, at a stack limit (as [`spawn`](crate::spawn)).
     pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -654,7 +654,7 @@ impl Runtime {
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 
-/// The global runtime used by [`spawn`], [`crate::join`] and [`crate::scope`] outside any runtime,
+/// The global runtime used by [`spawn`](crate::spawn), [`crate::join`] and [`crate::scope`] outside any runtime,
 /// built on first use with the defaults (one pinned worker per allowed CPU; unpinned if pinning
 /// is refused).
 ///
