@@ -5,7 +5,7 @@ use crate::context;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::runtime::global_shared;
-use crate::spawn::spawn_raw;
+use crate::spawn::spawn_raw_from;
 use crate::stack::check_stack_size;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -45,14 +45,18 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let mut s = context::current_shared();
-    if s.is_null() {
-        s = global_shared();
-    }
+    // One thread-local read for both the runtime and the spawn.
+    let c = context::ctx_ptr();
+    let s = if c.is_null() {
+        global_shared()
+    } else {
+        // SAFETY: a non-null context lives as long as its OS thread's worker loop.
+        unsafe { (*c).shared }
+    };
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
     unsafe { (*s).stack_limits.admit()? };
-    // SAFETY: as above; 'static closure and result.
-    let t = unsafe { spawn_raw(&*s, f, true, name, stack_size, None, hints) };
+    // SAFETY: as above; 'static closure and result; `c` was read just now on this OS thread.
+    let t = unsafe { spawn_raw_from(c, &*s, f, true, name, stack_size, None, hints) };
     Ok(JoinHandle {
         task: Some(t),
         _marker: PhantomData,

@@ -66,6 +66,13 @@ impl RawJob {
         }
     }
 
+    /// The first word: the task's control block or the `join` half's address (what identifies
+    /// the entry).
+    #[inline]
+    pub(crate) fn data(&self) -> *const () {
+        self.data
+    }
+
     /// The job, taking back ownership of its task reference.
     #[inline]
     pub(crate) fn into_job(self) -> Job {

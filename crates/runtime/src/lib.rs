@@ -95,6 +95,7 @@ mod sleep;
 mod spare;
 mod spawn;
 mod stack;
+mod start_deque;
 mod stats;
 mod sync;
 mod sys;

@@ -61,9 +61,15 @@ const STACK_LEVELS: Levels = Levels {
 /// to `levels.batch` items (one lock) when it is empty; `None` when both are empty.
 #[inline]
 pub fn take_pooled<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels) -> Option<T> {
-    if let Some(t) = local.pop() {
-        return Some(t);
+    match local.pop() {
+        Some(t) => Some(t),
+        None => refill(local, shared, levels),
     }
+}
+
+/// [`take_pooled`] with an empty own level.
+#[cold]
+fn refill<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels) -> Option<T> {
     {
         let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
         let k = g.len().min(levels.batch);
@@ -80,8 +86,14 @@ pub fn take_pooled<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels
 pub fn put_pooled<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels, item: T) {
     if local.len() < levels.local {
         local.push(item);
-        return;
+    } else {
+        spill(local, shared, levels, item);
     }
+}
+
+/// [`put_pooled`] with a full own level.
+#[cold]
+fn spill<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels, item: T) {
     let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
     let k = levels.local / 2;
     if g.len() + k <= levels.shared {
@@ -94,6 +106,7 @@ pub fn put_pooled<T>(local: &mut Vec<T>, shared: &Mutex<Vec<T>>, levels: Levels,
 }
 
 impl WorkerLocal {
+    #[inline]
     pub(crate) fn take_task(&self) -> Arc<Task> {
         // SAFETY: owner-only pool, no borrow escapes this call.
         let pool = unsafe { &mut *self.tasks.get() };
@@ -102,6 +115,7 @@ impl WorkerLocal {
             .unwrap_or_else(|| Arc::new(Task::new()))
     }
 
+    #[inline]
     fn put_task(&self, t: Arc<Task>) {
         let t = Pooled(t);
         // SAFETY: owner-only pool.
@@ -165,10 +179,13 @@ pub(crate) fn recycle(task: Arc<Task>) {
     unsafe { recycle_on(task, crate::context::current_worker_ptr()) }
 }
 
-/// [`recycle`] with the calling OS thread's worker already read (null off a worker).
+/// [`recycle`] with the calling OS thread's worker already read (null off a worker). In line:
+/// a block without a name, scope, waiter, locals or hints goes to the pool with two loads and
+/// a push.
 ///
 /// # Safety
 /// `w` is null or the calling OS thread's worker, read since the caller last yielded or parked.
+#[inline]
 pub(crate) unsafe fn recycle_on(task: Arc<Task>, w: *const WorkerLocal) {
     // SAFETY: per the contract `w` is null or our live worker, whose pools are touched only by
     // its OS thread. The caller of `recycle` is the block's recycler (the spare flag is its).
@@ -185,14 +202,32 @@ pub(crate) unsafe fn recycle_on(task: Arc<Task>, w: *const WorkerLocal) {
             return;
         }
         // `Task::init` relies on these being `None` in a pooled block.
+        if (*task.waiter.get()).is_some()
+            || (*task.name.get()).is_some()
+            || (*task.scope.get()).is_some()
+            || (*task.locals.get()).is_some()
+            || (*task.hints.get()).is_some()
+        {
+            clear_for_pool(&task);
+        }
+        (*w).put_task(task);
+    }
+}
+
+/// Drops what a finished block still holds that a pooled one must not (its waiter, name,
+/// scope, locals, hints).
+///
+/// # Safety
+/// The caller holds the block's only reference.
+#[cold]
+unsafe fn clear_for_pool(task: &Task) {
+    // SAFETY: per the contract nobody else reaches the block.
+    unsafe {
         *task.waiter.get() = None;
         *task.name.get() = None;
         *task.scope.get() = None;
         *task.locals.get() = None;
-        if (*task.hints.get()).is_some() {
-            *task.hints.get() = None;
-        }
-        (*w).put_task(task);
+        *task.hints.get() = None;
     }
 }
 

@@ -20,6 +20,7 @@ use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
 use crate::sleep::word::{SleepWord, SleeperCount};
 use crate::spare::Pooled;
 use crate::stack::{GreenStack, Slabs, StackLimits};
+use crate::start_deque::StartDeque;
 use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
@@ -188,7 +189,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) shared: *const Shared,
     /// `&shared.workers[index]`, kept so that the switch path finds it without an index check.
     pub(crate) me: *const WorkerShared,
-    pub(crate) deque: Deque<RawJob>,
+    pub(crate) deque: StartDeque,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
     pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
@@ -235,7 +236,7 @@ impl WorkerLocal {
             index,
             shared: Arc::as_ptr(shared),
             me: &shared.workers[index],
-            deque,
+            deque: StartDeque::new(deque),
             ready: UnsafeCell::new(ReadyQueue::new(
                 shared.ready_order,
                 shared

@@ -5,8 +5,8 @@
 use crate::context::ctx_ptr;
 use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
-use crate::pool::recycle;
-use crate::registry::{Shared, WorkerLocal};
+use crate::pool::recycle_on;
+use crate::registry::{Shared, ThreadCtx, WorkerLocal};
 use crate::spare::{entry_ref, keep_entry_ref, Pooled};
 use crate::task::{self, PlacementHints, Task};
 use std::ptr;
@@ -33,7 +33,42 @@ pub(crate) unsafe fn spawn_raw<F, T>(
 where
     F: FnOnce() -> T,
 {
-    let c = ctx_ptr();
+    // SAFETY: per our contract; the context is the calling OS thread's, read just now.
+    unsafe {
+        spawn_raw_from(
+            ctx_ptr(),
+            shared,
+            f,
+            with_handle,
+            name,
+            stack_size,
+            scope,
+            hints,
+        )
+    }
+}
+
+/// [`spawn_raw`] with the calling OS thread's context already read (`c`, null off a runtime),
+/// so that a caller that needed it to find the runtime does not read the thread-local twice.
+///
+/// # Safety
+/// As for [`spawn_raw`]; `c` is the calling OS thread's context, read since the caller last
+/// yielded or parked.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) unsafe fn spawn_raw_from<F, T>(
+    c: *const ThreadCtx,
+    shared: &Shared,
+    f: F,
+    with_handle: bool,
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+    scope: Option<Arc<task::ScopeShared>>,
+    hints: Option<Box<PlacementHints>>,
+) -> Arc<Task>
+where
+    F: FnOnce() -> T,
+{
     let stack_size = stack_size.unwrap_or(shared.stack_size);
     let rt: *const () = ptr::from_ref(shared).cast();
     // Registered before the task is published, so that its finish always finds the entry.
@@ -164,7 +199,10 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
             }
             // A spawned thread its joiner already ran inline: the stale entry goes (and the
             // block back to the pool when the joiner is done with it).
-            Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => recycle(t),
+            // SAFETY: `w` is the calling OS thread's worker (our contract).
+            Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => unsafe {
+                recycle_on(t, w)
+            },
             // Newer than ours (spawned threads, other green threads' join halves): hand
             // them to this worker's inbox, where it or a thief runs them.
             other => others.push(other),
@@ -181,9 +219,10 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
 }
 
 /// Pops the top of the calling worker's deque if it is `t`'s entry (spawn, then join): the caller
-/// then owns `t` exclusively. Stale entries found on top (threads their joiners already ran
-/// inline) are dropped on the way, so joining in spawn order does not pile them up; anything else
-/// is put back where it was.
+/// then owns `t` exclusively. When the deque's top hint says another entry is on top (joining in
+/// spawn order: the thread spawned last sits above), nothing is popped. Otherwise stale entries
+/// found on top (threads their joiners already ran inline) are dropped on the way, and anything
+/// else is put back where it was.
 ///
 /// # Safety
 /// `w` must be the calling OS thread's worker (read since the caller last yielded or parked).
@@ -191,6 +230,10 @@ pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
     // SAFETY: per the contract the owner-only deque is ours to pop.
     unsafe {
         let w = &*w;
+        // Joining in spawn order: the thread spawned last is on top, known without a pop.
+        if w.deque.top_is_not(ptr::from_ref(t).cast()) {
+            return false;
+        }
         loop {
             match w.deque.pop().map(RawJob::into_job) {
                 Some(Job::Task(top)) if ptr::eq(Arc::as_ptr(&top), t) => {
@@ -201,7 +244,7 @@ pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
                 }
                 // A stale entry (see `take_back_stack_job`): the last reference recycles.
                 Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
-                    recycle(top)
+                    recycle_on(top, w)
                 }
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {
@@ -224,32 +267,56 @@ pub(crate) fn count_finished(t: &Task) {
 }
 
 /// [`count_finished`] with the calling OS thread's worker already read (null off a worker).
+/// In line: a finished thread without hints or a name costs one counter store (the `join` of a
+/// thread run inline pays it per thread).
 ///
 /// # Safety
 /// `w` is null or the calling OS thread's worker, read since the caller last yielded or parked.
+#[inline]
 pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
-    // SAFETY: the task is unfinished until this call, so its runtime is alive.
-    let shared = unsafe { &*t.runtime() };
-    // placement (issue 10 B): a finished thread leaves its fragment batch.
-    // SAFETY: the caller holds the run reference of the finished thread.
-    if unsafe { (*t.hints.get()).is_some() } {
-        unsafe { placement::on_finish(shared, t) };
-    }
-    // SAFETY: the name is written before the task is published and not changed while it runs.
-    if unsafe { (*t.name.get()).is_some() } {
-        shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
-    }
-    // SAFETY: per the contract `w` is null or our live worker.
+    // SAFETY: the task is unfinished until this call, so its runtime is alive. The caller holds
+    // the run reference of the finished thread; its hints and name were written before it was
+    // published and are not changed by anyone else while it finishes.
     unsafe {
+        let shared = &*t.runtime();
+        if (*t.hints.get()).is_some() || (*t.name.get()).is_some() {
+            leave_finished(shared, t);
+        }
+        // Per our contract `w` is null or our live worker (its `me` is its `WorkerShared`).
         if !w.is_null() && ptr::eq((*w).shared, shared) {
-            let w = &*w;
-            let f = &shared.workers[w.index].finished;
+            let f = &(*(*w).me).finished;
             f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
         } else {
             shared.ext_finished.fetch_add(1, Ordering::Release);
         }
+        if shared.shutdown.load(Ordering::Relaxed) {
+            notify_if_last(shared);
+        }
     }
-    if shared.shutdown.load(Ordering::Relaxed) && shared.live() == 0 {
+}
+
+/// A finished thread with placement hints or a name leaves its fragment batch (issue 10 B) and
+/// the table of live named threads.
+///
+/// # Safety
+/// As for [`count_finished_on`].
+#[cold]
+unsafe fn leave_finished(shared: &Shared, t: &Task) {
+    // SAFETY: per the contract (the caller holds the run reference).
+    unsafe {
+        if (*t.hints.get()).is_some() {
+            placement::on_finish(shared, t);
+        }
+        if (*t.name.get()).is_some() {
+            shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
+        }
+    }
+}
+
+/// During shutdown, the last thread to finish wakes `Runtime::drop`'s wait.
+#[cold]
+fn notify_if_last(shared: &Shared) {
+    if shared.live() == 0 {
         shared.notify_all();
     }
 }
