@@ -461,44 +461,54 @@ impl WorkerLocal {
                     None => return self.next_local(false),
                 }
             }
-            let t: &Task = &task;
-            let co = &mut *t.co.get();
-            debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
-            bump(&self.me().acct.runs, 1);
-            if self.timed {
-                self.begin_run(t);
-            }
-            t.last_worker.store(self.index, Ordering::Relaxed);
-            self.ctx.current.set(t);
-            // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
-            // block (the cell's owner) outlives that: we hold its run reference.
-            footprint_locks::hook::set_scheduled_class_cell(&t.class);
-            let co = co.as_mut().expect("coroutine present");
-            // Two resume sites used in turn (see `resume_at_site_0`).
-            let site = self.resume_site.get();
-            self.resume_site.set(!site);
-            let r = if site {
-                resume_at_site_1(co)
-            } else {
-                resume_at_site_0(co)
-            };
-            // SAFETY: nothing runs on this thread's behalf now.
-            footprint_locks::hook::set_scheduled_class_cell(ptr::null());
-            self.ctx.current.set(ptr::null());
-            let misses = if self.timed { self.end_run(t) } else { None };
-            match r {
-                CoroutineResult::Yield(Reason::Yield) => {
-                    return self.next_after_yield(task, misses)
+            loop {
+                let t: &Task = &task;
+                let co = &mut *t.co.get();
+                debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
+                bump(&self.me().acct.runs, 1);
+                if self.timed {
+                    self.begin_run(t);
                 }
-                CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
-                // placement (issue 10 B): the thread asked to move (`placement::migrate_current`).
-                CoroutineResult::Yield(Reason::Migrate(to)) => {
-                    crate::placement::finish_migrate(self, task, to)
+                t.last_worker.store(self.index, Ordering::Relaxed);
+                self.ctx.current.set(t);
+                // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
+                // block (the cell's owner) outlives that: we hold its run reference.
+                footprint_locks::hook::set_scheduled_class_cell(&t.class);
+                let co = co.as_mut().expect("coroutine present");
+                // Two resume sites used in turn (see `resume_at_site_0`).
+                let site = self.resume_site.get();
+                self.resume_site.set(!site);
+                let r = if site {
+                    resume_at_site_1(co)
+                } else {
+                    resume_at_site_0(co)
+                };
+                // SAFETY: nothing runs on this thread's behalf now.
+                footprint_locks::hook::set_scheduled_class_cell(ptr::null());
+                self.ctx.current.set(ptr::null());
+                let misses = if self.timed { self.end_run(t) } else { None };
+                match r {
+                    CoroutineResult::Yield(Reason::Yield) => {
+                        match self.next_after_yield(task, misses) {
+                            // A yield to another started thread (the ping-pong of two threads taking
+                            // turns): resumed right here, without a round trip through `run`.
+                            Some(Job::Task(next)) if (*next.co.get()).is_some() => {
+                                task = next;
+                                continue;
+                            }
+                            other => return other,
+                        }
+                    }
+                    CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
+                    // placement (issue 10 B): the thread asked to move (`placement::migrate_current`).
+                    CoroutineResult::Yield(Reason::Migrate(to)) => {
+                        crate::placement::finish_migrate(self, task, to)
+                    }
+                    CoroutineResult::Return(exit) => self.finish(task, exit),
                 }
-                CoroutineResult::Return(exit) => self.finish(task, exit),
+                return self.next_local(false);
             }
         }
-        self.next_local(false)
     }
 
     /// The job `run` started with was a stale queue entry: nothing ran, so the next idle
