@@ -487,20 +487,24 @@ impl WorkerLocal {
                 footprint_locks::hook::set_scheduled_class_cell(ptr::null());
                 self.ctx.current.set(ptr::null());
                 let misses = if self.timed { self.end_run(t) } else { None };
-                match r {
-                    CoroutineResult::Yield(Reason::Yield) => {
-                        match self.next_after_yield(task, misses) {
-                            // A yield to another started thread (the ping-pong of two threads taking
-                            // turns): resumed right here, without a round trip through `run`.
-                            Some(Job::Task(next)) if (*next.co.get()).is_some() => {
-                                task = next;
-                                continue;
-                            }
-                            other => return other,
+                // The yield first, by a compare and branch rather than through the match's jump
+                // table: it is the switch that a ping-pong of two threads takes every time.
+                if let CoroutineResult::Yield(Reason::Yield) = r {
+                    match self.next_after_yield(task, misses) {
+                        // A yield to another started thread (two threads taking turns): resumed
+                        // right here, without a round trip through `run`.
+                        Some(Job::Task(next)) if (*next.co.get()).is_some() => {
+                            task = next;
+                            continue;
                         }
+                        other => return other,
                     }
+                }
+                match r {
+                    CoroutineResult::Yield(Reason::Yield) => unreachable!("handled above"),
                     CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
-                    // placement (issue 10 B): the thread asked to move (`placement::migrate_current`).
+                    // placement (issue 10 B): the thread asked to move
+                    // (`placement::migrate_current`).
                     CoroutineResult::Yield(Reason::Migrate(to)) => {
                         crate::placement::finish_migrate(self, task, to)
                     }
