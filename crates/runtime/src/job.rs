@@ -73,6 +73,12 @@ impl RawJob {
         self.data
     }
 
+    /// Whether it is a green thread (not a `join` half).
+    #[inline]
+    pub(crate) fn is_task(&self) -> bool {
+        self.exec == 0
+    }
+
     /// The job, taking back ownership of its task reference.
     #[inline]
     pub(crate) fn into_job(self) -> Job {
