@@ -157,8 +157,16 @@ impl WorkerLocal {
         } else {
             task
         };
+        self.requeue_yielded(task, misses)
+    }
+
+    /// A yield that is not a hand-off to a lone ready thread: `task` joins the ready structure
+    /// and the next job is picked as after any yield. Out of line, so that the hand-off's loop in
+    /// `run_task` stays small.
+    #[inline(never)]
+    fn requeue_yielded(&self, task: Arc<Task>, misses: Option<u64>) -> Option<Job> {
         // SAFETY: we hold the run reference of `task`, which just yielded on this worker.
-        unsafe { ready.push_yielded(task, misses) };
+        unsafe { self.ready().push_yielded(task, misses) };
         self.next_local(true)
     }
 
