@@ -25,6 +25,8 @@ import statistics
 import subprocess
 import sys
 
+from five_runs import criterion_medians
+
 SHORT = ["--warm-up-time", "1", "--measurement-time", "2"]
 
 # Each bench: its executable's name and the filter it runs with (None: every benchmark).
@@ -38,27 +40,6 @@ BENCHES = {
     "working_set": None,
     "lock_hot": "/(footprint/lockhot_on|std)$",
 }
-
-UNITS = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-def criterion_medians(text):
-    """Bench id → median in ns, from criterion's stdout."""
-    out = {}
-    name = None
-    for line in text.splitlines():
-        m = re.match(r"^(\S+)\s+time:\s+\[\S+ \S+ (\S+) (\S+)", line)
-        if m:
-            out[m.group(1)] = float(m.group(2)) * UNITS[m.group(3)]
-            continue
-        m = re.match(r"^\s+time:\s+\[\S+ \S+ (\S+) (\S+)", line)
-        if m and name:
-            out[name] = float(m.group(1)) * UNITS[m.group(2)]
-            continue
-        if line and not line[0].isspace() and "/" in line and " " not in line.strip():
-            name = line.strip()
-    return out
-
 
 def executable(target, bench):
     """The newest bench executable `bench` in `target`."""

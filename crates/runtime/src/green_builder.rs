@@ -5,7 +5,7 @@ use crate::context;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::runtime::global_shared;
-use crate::spawn::spawn_raw_from;
+use crate::spawn::spawn_raw;
 use crate::stack::check_stack_size;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ where
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
     unsafe { (*s).stack_limits.admit()? };
     // SAFETY: as above; 'static closure and result; `c` was read just now on this OS thread.
-    let t = unsafe { spawn_raw_from(c, &*s, f, true, name, stack_size, None, hints) };
+    let t = unsafe { spawn_raw(c, &*s, f, true, name, stack_size, None, hints) };
     Ok(JoinHandle {
         task: Some(t),
         _marker: PhantomData,

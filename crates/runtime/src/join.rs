@@ -189,6 +189,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // the runtime outlives the scope (it is the caller's own or the global one).
         let task = unsafe {
             spawn::spawn_raw(
+                crate::context::ctx_ptr(),
                 &*self.rt,
                 f,
                 true,

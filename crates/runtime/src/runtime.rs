@@ -9,7 +9,7 @@ use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::{self, ReadyOrder};
 use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::sleep::SleeperCount;
-use crate::spawn::spawn_raw;
+use crate::spawn::spawn_plain;
 use crate::stack::{check_stack_size, DEFAULT_STACK_SIZE};
 use crate::stats::RuntimeStats;
 use crate::{context, handle, registry};
@@ -509,7 +509,7 @@ impl Runtime {
             return f();
         }
         // SAFETY: join_task below waits for completion before `f`'s borrows can end.
-        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
+        let t = unsafe { spawn_plain(&self.shared, f) };
         // SAFETY: the task's result type is R and we own its only handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,
@@ -530,7 +530,7 @@ impl Runtime {
             panic!("footprint::Runtime::spawn: {e}");
         }
         // SAFETY: 'static closure and result.
-        let t = unsafe { spawn_raw(&self.shared, f, true, None, None, None, None) };
+        let t = unsafe { spawn_plain(&self.shared, f) };
         JoinHandle {
             task: Some(t),
             _marker: PhantomData,
@@ -727,7 +727,7 @@ impl RuntimeRef {
         }
         // SAFETY: the runtime is the caller's own (alive while it runs) or the global one; we
         // wait for completion before `f`'s borrows end.
-        let t = unsafe { spawn_raw(&*self.shared, f, true, None, None, None, None) };
+        let t = unsafe { spawn_plain(&*self.shared, f) };
         // SAFETY: result type R, sole handle.
         match unsafe { handle::join_task::<R>(t) } {
             Ok(v) => v,

@@ -2,7 +2,6 @@
 //! (push and take back), the spawn-then-join fast path, and the finish count that
 //! `Runtime::drop` waits on.
 
-use crate::context::ctx_ptr;
 use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
 use crate::pool::recycle_on;
@@ -17,46 +16,16 @@ use std::sync::Arc;
 /// start deque (or the injector off a worker), or, with placement `hints` (issue 10 B), in the
 /// bound queue of the worker they name (`placement::place_new`).
 ///
-/// # Safety
-/// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
-/// with non-`'static` closures wait for completion before their borrows end.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn spawn_raw<F, T>(
-    shared: &Shared,
-    f: F,
-    with_handle: bool,
-    name: Option<Arc<str>>,
-    stack_size: Option<usize>,
-    scope: Option<Arc<task::ScopeShared>>,
-    hints: Option<Box<PlacementHints>>,
-) -> Arc<Task>
-where
-    F: FnOnce() -> T,
-{
-    // SAFETY: per our contract; the context is the calling OS thread's, read just now.
-    unsafe {
-        spawn_raw_from(
-            ctx_ptr(),
-            shared,
-            f,
-            with_handle,
-            name,
-            stack_size,
-            scope,
-            hints,
-        )
-    }
-}
-
-/// [`spawn_raw`] with the calling OS thread's context already read (`c`, null off a runtime),
+/// `c` is the calling OS thread's context (`context::ctx_ptr()`, null off a runtime), passed in
 /// so that a caller that needed it to find the runtime does not read the thread-local twice.
 ///
 /// # Safety
-/// As for [`spawn_raw`]; `c` is the calling OS thread's context, read since the caller last
-/// yielded or parked.
+/// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
+/// with non-`'static` closures wait for completion before their borrows end. `c` was read on
+/// the calling OS thread since the caller last yielded or parked.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-pub(crate) unsafe fn spawn_raw_from<F, T>(
+pub(crate) unsafe fn spawn_raw<F, T>(
     c: *const ThreadCtx,
     shared: &Shared,
     f: F,
@@ -121,6 +90,30 @@ where
             }
             t
         }
+    }
+}
+
+/// [`spawn_raw`] of a green thread with a handle and nothing else (no name, stack size, scope
+/// or hints), from wherever the caller runs.
+///
+/// # Safety
+/// As for [`spawn_raw`]'s `f`.
+pub(crate) unsafe fn spawn_plain<F, T>(shared: &Shared, f: F) -> Arc<Task>
+where
+    F: FnOnce() -> T,
+{
+    // SAFETY: per our contract; the context is read just now on this OS thread.
+    unsafe {
+        spawn_raw(
+            crate::context::ctx_ptr(),
+            shared,
+            f,
+            true,
+            None,
+            None,
+            None,
+            None,
+        )
     }
 }
 
