@@ -91,6 +91,15 @@ mod tests {
         Arc::as_ptr(t).cast()
     }
 
+    /// A deque with two green threads pushed, `a` then `b`.
+    fn a_then_b() -> (Arc<Task>, Arc<Task>, StartDeque) {
+        let (a, b) = (Arc::new(Task::new()), Arc::new(Task::new()));
+        let d = StartDeque::new(Deque::new_lifo());
+        d.push(thread(&a));
+        d.push(thread(&b));
+        (a, b, d)
+    }
+
     /// Pops (or steals) everything left, giving the task references back.
     fn drain(d: &StartDeque) {
         while let Some(j) = d.pop() {
@@ -120,11 +129,8 @@ mod tests {
 
     #[test]
     fn join_halves_leave_the_hint_alone_and_never_hide_a_thread_on_top() {
-        let (a, b) = (Arc::new(Task::new()), Arc::new(Task::new()));
         let (h1, h2) = (1u64, 2u64);
-        let d = StartDeque::new(Deque::new_lifo());
-        d.push(thread(&a));
-        d.push(thread(&b));
+        let (a, b, d) = a_then_b();
         d.push(half(&h1));
         assert!(
             d.top_is_not(at(&a)),
@@ -145,11 +151,8 @@ mod tests {
 
     #[test]
     fn a_stolen_top_thread_took_everything_below_it_so_the_hint_still_holds() {
-        let (a, b) = (Arc::new(Task::new()), Arc::new(Task::new()));
-        let d = StartDeque::new(Deque::new_lifo());
+        let (a, _b, d) = a_then_b();
         let thief = d.inner.stealer();
-        d.push(thread(&a));
-        d.push(thread(&b));
         for _ in 0..2 {
             match thief.steal() {
                 crossbeam_deque::Steal::Success(j) => drop(j.into_job()),
