@@ -17,6 +17,9 @@
 //! # Ok::<(), footprint::Error>(())
 //! ```
 
+// docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub use footprint_affinity as affinity;
 pub use footprint_locks as locks;
 pub use footprint_locks::channel;
@@ -26,6 +29,7 @@ pub use footprint_runtime as runtime;
 pub mod par;
 
 #[cfg(feature = "mpi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
 pub mod mpi;
 
 pub use footprint_runtime::{

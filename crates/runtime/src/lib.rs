@@ -68,6 +68,9 @@
 //! typed [`Error`], [`spawn`] panics with its message, and a thread that cannot get a stack when
 //! it first runs fails its [`JoinHandle`] with that error.
 
+// docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod accounting;
 mod adaptive;
 mod blocking;
@@ -85,6 +88,7 @@ mod join;
 mod local;
 mod overflow;
 mod parking;
+mod pin;
 mod placement;
 mod pool;
 mod ready;
@@ -102,6 +106,7 @@ mod sys;
 mod task;
 mod timed_sleep;
 mod timer;
+mod trace;
 mod worker;
 
 // adaptive (issue 12)
@@ -115,13 +120,16 @@ pub use introspect::{current_num_threads, current_thread_index, BroadcastContext
 pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
 pub use parking::yield_now;
+pub use pin::{Pin, NUM_THREADS_VAR, PIN_VAR};
 pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };
 pub use ready::ReadyOrder;
 pub use runtime::{current_runtime_id, global, Builder, Runtime};
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
-pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
+pub use stats::{
+    current_stats, record_affinity_loop, LoopStats, RuntimeStats, ThreadStats, WorkerStats,
+};
 pub use sys::process_cpu_time;
 pub use timed_sleep::{sleep, sleep_until};
 

@@ -107,6 +107,8 @@ const ABANDON_GRACE: Duration = Duration::from_millis(50);
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        crate::runtime::note_runtime_dropped();
+        crate::trace::shutdown(self);
         if let Some(s) = &self.shared.placement.shuffle {
             s.stop();
         }

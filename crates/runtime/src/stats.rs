@@ -32,6 +32,7 @@ use std::time::Duration;
 /// println!("{s}");
 /// # Ok::<(), footprint_runtime::Error>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ThreadStats {
@@ -126,6 +127,7 @@ impl fmt::Display for ThreadStats {
 }
 
 /// What one worker did.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerStats {
@@ -181,6 +183,112 @@ impl WorkerStats {
     pub fn steals(&self) -> u64 {
         self.steals_by_tier.iter().sum()
     }
+
+    /// What this worker did since `earlier` (a snapshot of the same worker taken before):
+    /// every count and time minus the earlier one (never below zero); `cpu` as now.
+    pub fn since(&self, earlier: &WorkerStats) -> WorkerStats {
+        WorkerStats {
+            cpu: self.cpu,
+            runs: self.runs.saturating_sub(earlier.runs),
+            parks: self.parks.saturating_sub(earlier.parks),
+            steals_by_tier: self
+                .steals_by_tier
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    n.saturating_sub(earlier.steals_by_tier.get(i).copied().unwrap_or(0))
+                })
+                .collect(),
+            injector_takes: self.injector_takes.saturating_sub(earlier.injector_takes),
+            idle_time: self.idle_time.saturating_sub(earlier.idle_time),
+            sleeps: self.sleeps.saturating_sub(earlier.sleeps),
+            deaf_sleeps: self.deaf_sleeps.saturating_sub(earlier.deaf_sleeps),
+            inbox_wakeups: self.inbox_wakeups.saturating_sub(earlier.inbox_wakeups),
+            busy_time: self.busy_time.saturating_sub(earlier.busy_time),
+            misses: self.misses.saturating_sub(earlier.misses),
+            counter_failures: self
+                .counter_failures
+                .saturating_sub(earlier.counter_failures),
+        }
+    }
+}
+
+/// What footprint's parallel loops with an `Affinity` schedule (`footprint::par`) did on a
+/// runtime, summed over every handle used on it (each handle's own figures are
+/// `Affinity::stats`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoopStats {
+    /// Loops run with an `Affinity` schedule.
+    pub affinity_runs: u64,
+    /// Chunks run, over all those loops.
+    pub chunks_run: u64,
+    /// Chunks run by another worker than the one whose list they were dealt to.
+    pub stolen: u64,
+    /// Of those, the ones stolen in a run without memory (a first run or right after a reset).
+    pub stolen_first_run: u64,
+    /// Chunks that ran on the worker that ran them the time before.
+    pub replayed: u64,
+    /// Times a handle's memory was dropped because the loop's shape or runtime changed.
+    pub resets: u64,
+}
+
+impl LoopStats {
+    /// The counts since `earlier` (never below zero).
+    pub fn since(&self, earlier: &LoopStats) -> LoopStats {
+        LoopStats {
+            affinity_runs: self.affinity_runs.saturating_sub(earlier.affinity_runs),
+            chunks_run: self.chunks_run.saturating_sub(earlier.chunks_run),
+            stolen: self.stolen.saturating_sub(earlier.stolen),
+            stolen_first_run: self
+                .stolen_first_run
+                .saturating_sub(earlier.stolen_first_run),
+            replayed: self.replayed.saturating_sub(earlier.replayed),
+            resets: self.resets.saturating_sub(earlier.resets),
+        }
+    }
+}
+
+/// Adds what one `Affinity` loop run (or a handle's reset) did to the loop totals of the
+/// runtime the caller runs on (the global one outside any). For `footprint::par`; not API.
+#[doc(hidden)]
+pub fn record_affinity_loop(run: LoopStats) {
+    crate::runtime::current_or_global(|r| r.loops().add(&run));
+}
+
+/// The loop totals of a runtime: one atomic per [`LoopStats`] field.
+#[derive(Debug, Default)]
+pub(crate) struct LoopTotals([AtomicU64; 6]);
+
+impl LoopTotals {
+    fn add(&self, run: &LoopStats) {
+        let v = [
+            run.affinity_runs,
+            run.chunks_run,
+            run.stolen,
+            run.stolen_first_run,
+            run.replayed,
+            run.resets,
+        ];
+        for (c, n) in self.0.iter().zip(v) {
+            if n != 0 {
+                c.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn get(&self) -> LoopStats {
+        let [a, b, c, d, e, f] = self.0.each_ref().map(|x| x.load(Ordering::Relaxed));
+        LoopStats {
+            affinity_runs: a,
+            chunks_run: b,
+            stolen: c,
+            stolen_first_run: d,
+            replayed: e,
+            resets: f,
+        }
+    }
 }
 
 /// Counters of a runtime (see [`Runtime::stats`](crate::Runtime::stats)); `Display` prints a
@@ -195,6 +303,7 @@ impl WorkerStats {
 /// println!("{s}");
 /// # Ok::<(), footprint_runtime::Error>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuntimeStats {
@@ -202,7 +311,8 @@ pub struct RuntimeStats {
     pub spawned: u64,
     /// Green threads finished so far.
     pub finished: u64,
-    /// Successful steals (all workers, all tiers).
+    /// Successful steals (all workers, all tiers): the same figure as
+    /// [`steals()`](RuntimeStats::steals), kept as a field for existing code.
     pub steals: u64,
     /// Stacks mapped fresh (not from a pool).
     pub stacks_mapped: u64,
@@ -218,9 +328,56 @@ pub struct RuntimeStats {
     /// The adaptive controller's state and last decisions (`None` unless built with
     /// [`Builder::adaptive_workers`](crate::Builder::adaptive_workers)).
     pub adaptive: Option<crate::AdaptiveStats>,
+    /// What `footprint::par` loops with an `Affinity` schedule did on this runtime.
+    pub loops: LoopStats,
 }
 
 impl RuntimeStats {
+    /// Successful steals over all workers and tiers (as [`WorkerStats::steals`] per worker).
+    pub fn steals(&self) -> u64 {
+        self.workers.iter().map(WorkerStats::steals).sum()
+    }
+
+    /// What the runtime did since `earlier`, a snapshot of the same runtime taken before:
+    /// every count and time minus the earlier one (never below zero), per worker too; the
+    /// counter description, the counter error and the adaptive state are the later ones.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
+    /// rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap());
+    /// let before = rt.stats();
+    /// rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..10).map(|i| footprint_runtime::spawn(move || i)).collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
+    /// });
+    /// let delta = rt.stats().since(&before);
+    /// assert_eq!(delta.spawned, 11); // ten threads and `block_on`'s own
+    /// assert_eq!(delta.finished, delta.spawned);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn since(&self, earlier: &RuntimeStats) -> RuntimeStats {
+        RuntimeStats {
+            spawned: self.spawned.saturating_sub(earlier.spawned),
+            finished: self.finished.saturating_sub(earlier.finished),
+            steals: self.steals.saturating_sub(earlier.steals),
+            stacks_mapped: self.stacks_mapped.saturating_sub(earlier.stacks_mapped),
+            overflows: self.overflows.saturating_sub(earlier.overflows),
+            counters: self.counters.clone(),
+            counter_error: self.counter_error.clone(),
+            workers: self
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(i, w)| match earlier.workers.get(i) {
+                    Some(e) => w.since(e),
+                    None => w.clone(),
+                })
+                .collect(),
+            adaptive: self.adaptive.clone(),
+            loops: self.loops.since(&earlier.loops),
+        }
+    }
+
     pub(crate) fn collect(sh: &Shared) -> RuntimeStats {
         let mut s = RuntimeStats {
             spawned: sh.ext_spawned.load(Ordering::Relaxed),
@@ -242,6 +399,7 @@ impl RuntimeStats {
             s.steals += ws.steals();
             s.workers.push(ws);
         }
+        s.loops = sh.loops.get();
         s.adaptive = sh
             .adaptive
             .as_ref()

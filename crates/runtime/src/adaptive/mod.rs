@@ -122,7 +122,7 @@ impl Runtime {
 
     /// Sets the number of active workers by hand: workers `n..` hand their queued threads to
     /// the first `n` and rest (no CPU) until it is raised again. An adaptive runtime's
-    /// controller sets it again at its next decision. Errors: [`Error::ZeroWorkers`] for 0,
+    /// controller sets it again at its next decision. Errors: [`Error::ZeroActiveWorkers`] for 0,
     /// [`Error::NoSuchWorker`] above [`workers`](crate::Runtime::workers).
     ///
     /// ```
@@ -131,12 +131,14 @@ impl Runtime {
     /// assert_eq!(rt.block_on(|| 6 * 7), 42); // runs on worker 0 only
     /// rt.set_active_workers(2)?;
     /// assert!(rt.set_active_workers(3).is_err());
+    /// let zero = rt.set_active_workers(0).unwrap_err();
+    /// assert!(zero.to_string().contains("set_active_workers(0)"), "{zero}");
     /// # Ok::<(), footprint_runtime::Error>(())
     /// ```
     pub fn set_active_workers(&self, n: usize) -> Result<(), Error> {
         let workers = self.shared.workers.len();
         if n == 0 {
-            return Err(Error::ZeroWorkers);
+            return Err(Error::ZeroActiveWorkers { workers });
         }
         if n > workers {
             return Err(Error::NoSuchWorker {

@@ -1,0 +1,74 @@
+//! The runtime's life as `tracing` events (cargo feature `tracing`; without it every function
+//! here is an empty inline function, so the calls cost nothing):
+//!
+//! - target `footprint::runtime`, `INFO`: `runtime built` (fields `id`, `workers`, `cpus`) and
+//!   `runtime shutdown` (`id`, `workers`, `spawned`, `finished`); `WARN`: the global runtime
+//!   starts beside a runtime the program built (the message says what to do);
+//! - target `footprint::sched`, `TRACE`: `steal` (`worker`, `tier`: 0 = nearest) and `park`
+//!   (`worker`). Off unless a subscriber enables `TRACE` for that target; `tracing`'s
+//!   per-call-site interest cache then makes each call a load and a branch.
+//!
+//! The adaptive controller's decisions are `footprint::adaptive` events (see `adaptive/trace.rs`).
+
+use crate::runtime::Runtime;
+
+#[cfg(feature = "tracing")]
+pub(crate) fn built(rt: &Runtime) {
+    tracing::info!(
+        target: "footprint::runtime",
+        id = rt.shared.id,
+        workers = rt.workers(),
+        cpus = ?rt.worker_cpus(),
+        "runtime built"
+    );
+}
+
+#[cfg(feature = "tracing")]
+pub(crate) fn shutdown(rt: &Runtime) {
+    let stats = rt.stats();
+    tracing::info!(
+        target: "footprint::runtime",
+        id = rt.shared.id,
+        workers = rt.workers(),
+        spawned = stats.spawned,
+        finished = stats.finished,
+        "runtime shutdown"
+    );
+}
+
+/// The global runtime started beside a runtime the program built: a warning event with the
+/// feature, a line on stderr without it.
+pub(crate) fn second_pool(message: &str) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "footprint::runtime", "{message}");
+    #[cfg(not(feature = "tracing"))]
+    eprintln!("{message}");
+}
+
+#[cfg(feature = "tracing")]
+#[inline]
+pub(crate) fn steal(worker: usize, tier: usize) {
+    tracing::trace!(target: "footprint::sched", worker, tier, "steal");
+}
+
+#[cfg(feature = "tracing")]
+#[inline]
+pub(crate) fn park(worker: usize) {
+    tracing::trace!(target: "footprint::sched", worker, "park");
+}
+
+#[cfg(not(feature = "tracing"))]
+#[inline(always)]
+pub(crate) fn built(_rt: &Runtime) {}
+
+#[cfg(not(feature = "tracing"))]
+#[inline(always)]
+pub(crate) fn shutdown(_rt: &Runtime) {}
+
+#[cfg(not(feature = "tracing"))]
+#[inline(always)]
+pub(crate) fn steal(_worker: usize, _tier: usize) {}
+
+#[cfg(not(feature = "tracing"))]
+#[inline(always)]
+pub(crate) fn park(_worker: usize) {}
