@@ -3,7 +3,7 @@
 //!
 //! ```
 //! let rt = footprint::Runtime::builder()
-//!     .workers(4)                     // unset: one per core of the allowed CPU set; 0 is an error
+//!     .workers(4)                     // unset: FOOTPRINT_NUM_THREADS, else one per core; 0 is an error
 //!     .stack_size(8 << 20)            // usable bytes per green thread (guard page not included)
 //!     .build()?;                      // Result<Runtime, footprint::Error>
 //! let v = rt.block_on(|| {                                       // runs on a green thread
@@ -35,9 +35,11 @@ pub mod mpi;
 pub use footprint_runtime::{
     block_in_place, current_num_threads, current_thread_index, join, scope, sleep, sleep_until,
     spawn, spawn_blocking, yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal,
-    JoinHandle, Runtime, Scope, ScopedJoinHandle,
+    JoinHandle, Pin, Runtime, Scope, ScopedJoinHandle,
 };
-pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
+pub use footprint_runtime::{
+    current_stats, Counters, LoopStats, RuntimeStats, ThreadStats, WorkerStats,
+};
 // placement (issue 10 B): hints, explicit moves and what the placement rules did.
 pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, PlacementStats};
 // adaptive (issue 12): the runtime chooses how many workers run; `progress` feeds it.

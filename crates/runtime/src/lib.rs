@@ -1,23 +1,24 @@
 //! Green threads on a work-stealing pool of pinned workers (after Bellosa's ELiTE).
 //!
 //! Stackful, async-free green threads: users write ordinary blocking code. A [`Runtime`] runs
-//! one pinned worker OS thread per CPU of the process's allowed set (configurable); green
-//! threads run on `corosensei` stacks with guard pages, pooled per worker.
+//! one pinned worker OS thread per core of the process's allowed CPU set (configurable:
+//! [`Builder::workers`], [`Pin`], the variables `FOOTPRINT_NUM_THREADS` and `FOOTPRINT_PIN`);
+//! green threads run on `corosensei` stacks with guard pages, pooled per worker.
 //!
 //! ```
-//! let rt = footprint_runtime::Runtime::builder()
-//!     .workers(4)                     // unset: one per CPU of the allowed set; 0 is an error
+//! let rt = footprint::Runtime::builder()
+//!     .workers(4)                     // unset: FOOTPRINT_NUM_THREADS, else one per core; 0 is an error
 //!     .stack_size(8 << 20)            // usable bytes per green thread, guard page not included
-//!     .build()?;                      // Result<Runtime, footprint_runtime::Error>
+//!     .build()?;                      // Result<Runtime, footprint::Error>
 //! let v = rt.block_on(|| {
-//!     let h = footprint_runtime::spawn(|| 1 + 1);                 // JoinHandle<T>
-//!     let (a, b) = footprint_runtime::join(|| 2, || 3);
-//!     let r = footprint_runtime::scope(|s| s.spawn(|| a + b).join().unwrap()); // borrows allowed
-//!     footprint_runtime::yield_now();
+//!     let h = footprint::spawn(|| 1 + 1);                 // JoinHandle<T>
+//!     let (a, b) = footprint::join(|| 2, || 3);
+//!     let r = footprint::scope(|s| s.spawn(|| a + b).join().unwrap()); // borrows allowed
+//!     footprint::yield_now();
 //!     h.join().unwrap() + r
 //! });
 //! assert_eq!(v, 7);
-//! # Ok::<(), footprint_runtime::Error>(())
+//! # Ok::<(), footprint::Error>(())
 //! ```
 //!
 //! # Scheduling

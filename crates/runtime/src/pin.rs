@@ -19,13 +19,13 @@ pub const PIN_VAR: &str = "FOOTPRINT_PIN";
 /// `Cores` and `Threads` are the same.
 ///
 /// ```
-/// use footprint_runtime::{Pin, Runtime};
+/// use footprint::{Pin, Runtime};
 /// let rt = Runtime::builder().pin(Pin::Threads).build()?;
 /// assert!(rt.worker_cpus().iter().all(|c| c.is_some()));
 /// let loose = Runtime::builder().workers(2).pin(Pin::Off).build()?;
 /// assert_eq!(loose.worker_cpus(), vec![None, None]);
 /// assert_eq!("spread".parse::<Pin>(), Ok(Pin::Spread));
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Pin {

@@ -25,7 +25,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 /// Configures and builds a [`Runtime`].
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder()
+/// let rt = footprint::Runtime::builder()
 ///     .workers(2)
 ///     .stack_size(1 << 20)
 ///     .thread_name("solver")
@@ -93,9 +93,9 @@ impl Builder {
     /// runtime), and following them would shrink footprint's pool by accident.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(3).pin(false).build()?;
+    /// let rt = footprint::Runtime::builder().workers(3).pin(false).build()?;
     /// assert_eq!(rt.workers(), 3);
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn workers(mut self, n: usize) -> Builder {
         self.workers = Some(n);
@@ -130,13 +130,13 @@ impl Builder {
     /// depth you know fits `stack_size`.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder()
+    /// let rt = footprint::Runtime::builder()
     ///     .workers(1)
     ///     .stack_size(64 << 10)
     ///     .guard_pages(false)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap()), 1);
+    /// assert_eq!(rt.block_on(|| footprint::spawn(|| 1).join().unwrap()), 1);
     /// ```
     pub fn guard_pages(mut self, on: bool) -> Builder {
         self.guard_pages = on;
@@ -165,10 +165,10 @@ impl Builder {
     /// [`Pin::Cores`] and [`Pin::Off`]. A failed pin is an [`Error::Pin`].
     ///
     /// ```
-    /// use footprint_runtime::{Pin, Runtime};
+    /// use footprint::{Pin, Runtime};
     /// let rt = Runtime::builder().workers(1).pin(Pin::Spread).build()?;
     /// assert!(rt.worker_cpus()[0].is_some());
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn pin(mut self, pin: impl Into<Pin>) -> Builder {
         self.pin = Some(pin.into());
@@ -198,10 +198,10 @@ impl Builder {
     /// without usable counters makes `build` fail with [`Error::NoHardwareCounters`].
     ///
     /// ```
-    /// use footprint_runtime::{Counters, Runtime};
+    /// use footprint::{Counters, Runtime};
     /// let rt = Runtime::builder().workers(2).counters(Counters::Time).build()?;
     /// assert_eq!(rt.stats().counters, "time only");
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn counters(mut self, counters: Counters) -> Builder {
         self.counters = counters;
@@ -214,7 +214,7 @@ impl Builder {
     /// [`PlacementStats`](crate::PlacementStats) for the decisions.
     ///
     /// ```
-    /// use footprint_runtime::{Runtime, ShuffleConfig};
+    /// use footprint::runtime::{Runtime, ShuffleConfig};
     /// let rt = Runtime::builder().workers(2).shuffling(ShuffleConfig::new()).build().unwrap();
     /// assert_eq!(rt.placement_stats().shuffle_swaps, 0);
     /// ```
@@ -427,11 +427,11 @@ impl Builder {
     /// [`Error::GlobalAlreadyStarted`]. The global runtime lives until the process exits.
     ///
     /// ```
-    /// footprint_runtime::Builder::new().workers(2).thread_name("solver").build_global()?;
-    /// assert_eq!(footprint_runtime::current_num_threads(), 2);
-    /// let err = footprint_runtime::Builder::new().build_global().unwrap_err();
-    /// assert!(matches!(err, footprint_runtime::Error::GlobalAlreadyStarted));
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// footprint::Builder::new().workers(2).thread_name("solver").build_global()?;
+    /// assert_eq!(footprint::current_num_threads(), 2);
+    /// let err = footprint::Builder::new().build_global().unwrap_err();
+    /// assert!(matches!(err, footprint::Error::GlobalAlreadyStarted));
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn build_global(self) -> Result<(), Error> {
         if GLOBAL.get().is_some() {
@@ -680,9 +680,9 @@ impl Runtime {
     /// each) are left alone. Stack memory is otherwise kept until the runtime is dropped.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+    /// let rt = footprint::Runtime::builder().workers(1).build().unwrap();
     /// rt.block_on(|| {
-    ///     let hs: Vec<_> = (0..64).map(|i| footprint_runtime::spawn(move || i)).collect();
+    ///     let hs: Vec<_> = (0..64).map(|i| footprint::spawn(move || i)).collect();
     ///     hs.into_iter().for_each(|h| drop(h.join()));
     /// });
     /// let _trimmed: usize = rt.trim_stacks();
@@ -809,12 +809,12 @@ fn current_or_global_shared() -> *const Shared {
 /// after a runtime is dropped), so state kept across calls can tell runtimes apart.
 ///
 /// ```
-/// let a = footprint_runtime::Runtime::builder().workers(1).build()?;
-/// let b = footprint_runtime::Runtime::builder().workers(1).build()?;
-/// let ida = a.block_on(footprint_runtime::current_runtime_id);
-/// assert_eq!(ida, a.block_on(footprint_runtime::current_runtime_id));
-/// assert_ne!(ida, b.block_on(footprint_runtime::current_runtime_id));
-/// # Ok::<(), footprint_runtime::Error>(())
+/// let a = footprint::Runtime::builder().workers(1).build()?;
+/// let b = footprint::Runtime::builder().workers(1).build()?;
+/// let ida = a.block_on(footprint::runtime::current_runtime_id);
+/// assert_eq!(ida, a.block_on(footprint::runtime::current_runtime_id));
+/// assert_ne!(ida, b.block_on(footprint::runtime::current_runtime_id));
+/// # Ok::<(), footprint::Error>(())
 /// ```
 pub fn current_runtime_id() -> u64 {
     // SAFETY: the caller's runtime outlives its workers and green threads; the global one lives

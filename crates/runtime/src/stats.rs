@@ -20,17 +20,17 @@ use std::time::Duration;
 /// worker started it) never ran on a worker of its own: its time is counted in the joiner's.
 ///
 /// ```
-/// use footprint_runtime::{Counters, Runtime};
+/// use footprint::{Counters, Runtime};
 /// let rt = Runtime::builder().workers(1).counters(Counters::Time).build()?;
 /// let h = rt.spawn(|| {
-///     footprint_runtime::yield_now();
-///     footprint_runtime::yield_now();
-///     footprint_runtime::current_stats().expect("on a green thread")
+///     footprint::yield_now();
+///     footprint::yield_now();
+///     footprint::current_stats().expect("on a green thread")
 /// });
 /// let s = h.join().unwrap();
 /// assert_eq!(s.runs, 3); // the first start and one resume per yield
 /// println!("{s}");
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -79,12 +79,12 @@ impl ThreadStats {
 /// thread). See [`ThreadStats`].
 ///
 /// ```
-/// use footprint_runtime::{Counters, Runtime};
+/// use footprint::{Counters, Runtime};
 /// let rt = Runtime::builder().workers(1).counters(Counters::Time).build()?;
-/// let runs = rt.block_on(|| footprint_runtime::current_stats().map(|s| s.runs));
+/// let runs = rt.block_on(|| footprint::current_stats().map(|s| s.runs));
 /// assert_eq!(runs, Some(1));
-/// assert!(footprint_runtime::current_stats().is_none()); // not on a green thread
-/// # Ok::<(), footprint_runtime::Error>(())
+/// assert!(footprint::current_stats().is_none()); // not on a green thread
+/// # Ok::<(), footprint::Error>(())
 /// ```
 pub fn current_stats() -> Option<ThreadStats> {
     let (t, w) = current_green_on_worker()?;
@@ -295,13 +295,13 @@ impl LoopTotals {
 /// table with one row per worker.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
-/// rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap());
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// rt.block_on(|| footprint::spawn(|| 1).join().unwrap());
 /// let s = rt.stats();
 /// assert_eq!(s.workers.len(), 2);
 /// assert!(s.workers.iter().map(|w| w.runs).sum::<u64>() >= 1);
 /// println!("{s}");
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -343,17 +343,17 @@ impl RuntimeStats {
     /// counter description, the counter error and the adaptive state are the later ones.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
-    /// rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap());
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
+    /// rt.block_on(|| footprint::spawn(|| 1).join().unwrap());
     /// let before = rt.stats();
     /// rt.block_on(|| {
-    ///     let hs: Vec<_> = (0..10).map(|i| footprint_runtime::spawn(move || i)).collect();
+    ///     let hs: Vec<_> = (0..10).map(|i| footprint::spawn(move || i)).collect();
     ///     hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
     /// });
     /// let delta = rt.stats().since(&before);
     /// assert_eq!(delta.spawned, 11); // ten threads and `block_on`'s own
     /// assert_eq!(delta.finished, delta.spawned);
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn since(&self, earlier: &RuntimeStats) -> RuntimeStats {
         RuntimeStats {

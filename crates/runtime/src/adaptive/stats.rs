@@ -86,11 +86,11 @@ impl Log {
 /// decisions.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().adaptive_workers(1..=1).build()?;
+/// let rt = footprint::Runtime::builder().adaptive_workers(1..=1).build()?;
 /// let a = rt.stats().adaptive.expect("adaptive");
 /// assert_eq!((a.min, a.max, a.active), (1, 1, 1));
 /// println!("{a}");
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
