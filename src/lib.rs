@@ -16,6 +16,42 @@
 //! assert_eq!(v, 7);
 //! # Ok::<(), footprint::Error>(())
 //! ```
+//!
+//! # Depending on it
+//! The package is `footprint-hpc` on crates.io (`footprint` is another crate's name); the
+//! library keeps the name `footprint`:
+//!
+//! ```toml
+//! [dependencies]
+//! footprint-hpc = "0.1"   # then `use footprint::...` as in every example here
+//! ```
+//!
+//! The member crates are `footprint-hpc-runtime`, `-locks`, `-affinity`, `-pmu` and `-sim`
+//! (libraries `footprint_runtime`, ...), re-exported here as [`runtime`], [`locks`],
+//! [`affinity`], [`pmu`]. Linux only. MSRV: Rust 1.95 (set by `lock_api`
+//! 0.5, which the locks build on).
+//!
+//! Cargo features: `tracing` (events for runtime build and shutdown and adaptive decisions
+//! at `INFO`, steals and parks at `TRACE`), `serde` (`Serialize` for [`RuntimeStats`],
+//! [`WorkerStats`], [`ThreadStats`], [`LoopStats`]), `hwloc` (topology through the system
+//! libhwloc) and `mpi` (rsmpi over the system MPI: the module `mpi`).
+//!
+//! # Configuring the pool
+//! [`Runtime::builder`] (or [`Builder::build_global`] for the runtime that the free functions
+//! use outside any runtime) sets the worker count and the [`Pin`] choice; what it leaves unset
+//! comes from the environment, like `RAYON_NUM_THREADS` and `OMP_PROC_BIND` for those pools:
+//!
+//! | variable | values | default |
+//! |---|---|---|
+//! | `FOOTPRINT_NUM_THREADS` | a worker count (0 or empty: the default) | one per core |
+//! | `FOOTPRINT_PIN` | `off`, `cores`, `threads`, `spread` | `cores` |
+//!
+//! `RAYON_NUM_THREADS` and `OMP_NUM_THREADS` are not read: they size other pools of the same
+//! process (an OpenMP BLAS is often given `OMP_NUM_THREADS=1` under an outer parallel runtime).
+//! An unusable value is a typed [`Error::BadEnvironment`] from `build`. The free functions
+//! ([`spawn`], [`join`], [`scope`], [`par`] loops, ...) run on the runtime of the green thread
+//! that calls them, and on the global runtime from any other thread; the first time the global
+//! runtime starts beside a runtime the program built, a line on stderr says so.
 
 // docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]

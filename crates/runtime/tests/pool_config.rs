@@ -186,7 +186,7 @@ fn child_report() {
             );
             show(
                 "rt",
-                rt.block_on(|| footprint_runtime::current_num_threads())
+                rt.block_on(footprint_runtime::current_num_threads)
                     .to_string(),
             );
         }
