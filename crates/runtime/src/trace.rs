@@ -3,7 +3,8 @@
 //!
 //! - target `footprint::runtime`, `INFO`: `runtime built` (fields `id`, `workers`, `cpus`) and
 //!   `runtime shutdown` (`id`, `workers`, `spawned`, `finished`); `WARN`: the global runtime
-//!   starts beside a runtime the program built (the message says what to do);
+//!   starts beside a runtime the program built (the message says what to do; on stderr
+//!   instead when no subscriber is installed);
 //! - target `footprint::sched`, `TRACE`: `steal` (`worker`, `tier`: 0 = nearest) and `park`
 //!   (`worker`). Off unless a subscriber enables `TRACE` for that target; `tracing`'s
 //!   per-call-site interest cache then makes each call a load and a branch.
@@ -36,12 +37,15 @@ pub(crate) fn shutdown(rt: &Runtime) {
     );
 }
 
-/// The global runtime started beside a runtime the program built: a warning event with the
-/// feature, a line on stderr without it.
+/// The global runtime started beside a runtime the program built: a warning event where a
+/// `tracing` subscriber is installed (feature `tracing`), else a line on stderr, so that the
+/// message is never lost.
 pub(crate) fn second_pool(message: &str) {
     #[cfg(feature = "tracing")]
-    tracing::warn!(target: "footprint::runtime", "{message}");
-    #[cfg(not(feature = "tracing"))]
+    if tracing::dispatcher::has_been_set() {
+        tracing::warn!(target: "footprint::runtime", "{message}");
+        return;
+    }
     eprintln!("{message}");
 }
 
