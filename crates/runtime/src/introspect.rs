@@ -4,6 +4,7 @@
 
 use crate::context;
 use crate::join::scope;
+use crate::loops::LoopStats;
 use crate::placement::migrate_to;
 use crate::runtime::{global, Runtime};
 
@@ -97,4 +98,19 @@ impl Runtime {
             })
         })
     }
+}
+
+/// Adds what one `Affinity` loop run (or a handle's reset) did to the loop totals of the
+/// runtime the caller runs on (the global one outside any). For `footprint::par`; not API.
+#[doc(hidden)]
+pub fn record_affinity_loop(run: LoopStats) {
+    let s = context::current_shared();
+    let shared = if s.is_null() {
+        global().shared_ptr()
+    } else {
+        s
+    };
+    // SAFETY: the runtime of the calling thread's context is alive while the thread runs; the
+    // global one lives for the whole process.
+    unsafe { &*shared }.loops.add(&run);
 }

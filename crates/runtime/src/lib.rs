@@ -87,6 +87,7 @@ mod introspect;
 mod job;
 mod join;
 mod local;
+mod loops;
 mod overflow;
 mod parking;
 mod pin;
@@ -117,9 +118,11 @@ pub use counters::{Counters, SourceFactory};
 pub use error::Error;
 pub use green_builder::{spawn, GreenBuilder};
 pub use handle::JoinHandle;
+pub use introspect::record_affinity_loop;
 pub use introspect::{current_num_threads, current_thread_index, BroadcastContext};
 pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
+pub use loops::LoopStats;
 pub use parking::yield_now;
 pub use pin::{Pin, NUM_THREADS_VAR, PIN_VAR};
 pub use placement::{
@@ -128,9 +131,7 @@ pub use placement::{
 pub use ready::ReadyOrder;
 pub use runtime::{current_runtime_id, global, Builder, Runtime};
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
-pub use stats::{
-    current_stats, record_affinity_loop, LoopStats, RuntimeStats, ThreadStats, WorkerStats,
-};
+pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 pub use timed_sleep::{sleep, sleep_until};
 

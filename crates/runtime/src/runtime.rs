@@ -410,7 +410,7 @@ impl Builder {
         match first_err {
             Some(e) => Err(e), // dropping `rt` stops the workers that did start
             None => {
-                crate::trace::built(&rt);
+                crate::trace::built(rt.shared.id, &rt.worker_cpus());
                 Ok(rt)
             }
         }
@@ -829,12 +829,6 @@ pub(crate) struct RuntimeRef {
 }
 
 impl RuntimeRef {
-    /// The runtime's `Affinity` loop totals.
-    pub(crate) fn loops(&self) -> &crate::stats::LoopTotals {
-        // SAFETY: the runtime is the caller's own (alive while it runs) or the global one.
-        unsafe { &(*self.shared).loops }
-    }
-
     pub(crate) fn block_on<F, R>(&self, f: F) -> R
     where
         F: FnOnce() -> R + Send,

@@ -108,7 +108,10 @@ const ABANDON_GRACE: Duration = Duration::from_millis(50);
 impl Drop for Runtime {
     fn drop(&mut self) {
         crate::runtime::note_runtime_dropped();
-        crate::trace::shutdown(self);
+        if cfg!(feature = "tracing") {
+            let s = self.stats();
+            crate::trace::shutdown(self.shared.id, self.workers(), s.spawned, s.finished);
+        }
         if let Some(s) = &self.shared.placement.shuffle {
             s.stop();
         }

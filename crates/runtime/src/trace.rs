@@ -11,28 +11,25 @@
 //!
 //! The adaptive controller's decisions are `footprint::adaptive` events (see `adaptive/trace.rs`).
 
-use crate::runtime::Runtime;
-
 #[cfg(feature = "tracing")]
-pub(crate) fn built(rt: &Runtime) {
+pub(crate) fn built(id: u64, cpus: &[Option<usize>]) {
     tracing::info!(
         target: "footprint::runtime",
-        id = rt.shared.id,
-        workers = rt.workers(),
-        cpus = ?rt.worker_cpus(),
+        id,
+        workers = cpus.len(),
+        cpus = ?cpus,
         "runtime built"
     );
 }
 
 #[cfg(feature = "tracing")]
-pub(crate) fn shutdown(rt: &Runtime) {
-    let stats = rt.stats();
+pub(crate) fn shutdown(id: u64, workers: usize, spawned: u64, finished: u64) {
     tracing::info!(
         target: "footprint::runtime",
-        id = rt.shared.id,
-        workers = rt.workers(),
-        spawned = stats.spawned,
-        finished = stats.finished,
+        id,
+        workers,
+        spawned,
+        finished,
         "runtime shutdown"
     );
 }
@@ -63,11 +60,11 @@ pub(crate) fn park(worker: usize) {
 
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
-pub(crate) fn built(_rt: &Runtime) {}
+pub(crate) fn built(_id: u64, _cpus: &[Option<usize>]) {}
 
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
-pub(crate) fn shutdown(_rt: &Runtime) {}
+pub(crate) fn shutdown(_id: u64, _workers: usize, _spawned: u64, _finished: u64) {}
 
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
