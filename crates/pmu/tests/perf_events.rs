@@ -175,7 +175,8 @@ fn perf_group_on_another_thread_by_tid() {
     let a = g.read().unwrap();
     worker.burn();
     let d = g.read().unwrap().delta_since(&a);
-    assert!(d.values()[0] >= 20_000_000, "{d:?}");
+    // 90 % of the 20 ms the thread's CPU clock spun, as above (seen under load: 19.99 ms).
+    assert!(d.values()[0] >= 18_000_000, "{d:?}");
     worker.join();
     // A thread of another process (pid 1's main thread) is not ours to observe.
     let other = PerfGroup::open(
