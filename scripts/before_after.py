@@ -9,8 +9,8 @@ bench: each benchmark's median in every process of either build, and the ratio o
     # build both: the "before" commit in a worktree with its own target directory
     git worktree add /tmp/before <commit>
     (cd /tmp/before && CARGO_TARGET_DIR=/tmp/before-target cargo bench --no-run \\
-        && CARGO_TARGET_DIR=/tmp/before-target cargo bench -p footprint-locks --no-run)
-    cargo bench --no-run && cargo bench -p footprint-locks --no-run
+        && CARGO_TARGET_DIR=/tmp/before-target cargo bench -p footprint-hpc-locks --no-run)
+    cargo bench --no-run && cargo bench -p footprint-hpc-locks --no-run
     python3 scripts/before_after.py --before /tmp/before-target --after target --rounds 2
 
 The bench executables are found in `<target>/release/deps` (the newest `<bench>-<hash>` file).
@@ -47,7 +47,7 @@ def executable(target, bench):
              if os.access(p, os.X_OK) and not p.endswith(".d")]
     if not found:
         sys.exit(f"before_after: no executable for bench {bench!r} in {target}/release/deps; "
-                 "build it with `cargo bench --no-run` (and `-p footprint-locks` for locks)")
+                 "build it with `cargo bench --no-run` (and `-p footprint-hpc-locks` for locks)")
     return max(found, key=os.path.getmtime)
 
 

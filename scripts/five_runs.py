@@ -11,7 +11,7 @@ pasted with the command and commit it prints.
 Criterion's logs and the examples' output are kept in --logs (default
 target/five-runs/<commit>/), one file per set and process, so a table can be printed again from
 them with --from-logs. Needs the benches built (`cargo bench --no-run`, `cargo bench -p
-footprint-locks --no-run`) and `cargo build --release --example skynet`; the script runs them
+footprint-hpc-locks --no-run`) and `cargo build --release --example skynet`; the script runs them
 through cargo, which rebuilds if needed.
 """
 
@@ -69,7 +69,7 @@ SETS = {
         ],
     },
     "locks": {
-        "cmd": ["cargo", "bench", "-p", "footprint-locks", "--bench", "locks", "--"] + SHORT
+        "cmd": ["cargo", "bench", "-p", "footprint-hpc-locks", "--bench", "locks", "--"] + SHORT
         + ["^((uncontended|contended2/empty|bound_read)/(std_mutex|parking_lot|default_mutex)"
            "|oversub8/(std_mutex|parking_lot|default_mutex|ttas|ticket|mcs|array))$"],
         "rows": [

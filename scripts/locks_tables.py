@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 
-BENCH = ["cargo", "bench", "-p", "footprint-locks", "--bench", "locks", "--",
+BENCH = ["cargo", "bench", "-p", "footprint-hpc-locks", "--bench", "locks", "--",
          "--warm-up-time", "1", "--measurement-time", "3"]
 README = "crates/locks/README.md"
 BEGIN = "<!-- locks-tables:begin -->"

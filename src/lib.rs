@@ -3,7 +3,7 @@
 //!
 //! ```
 //! let rt = footprint::Runtime::builder()
-//!     .workers(4)                     // unset: one per core of the allowed CPU set; 0 is an error
+//!     .workers(4)                     // unset: FOOTPRINT_NUM_THREADS, else one per core; 0 is an error
 //!     .stack_size(8 << 20)            // usable bytes per green thread (guard page not included)
 //!     .build()?;                      // Result<Runtime, footprint::Error>
 //! let v = rt.block_on(|| {                                       // runs on a green thread
@@ -16,6 +16,45 @@
 //! assert_eq!(v, 7);
 //! # Ok::<(), footprint::Error>(())
 //! ```
+//!
+//! # Depending on it
+//! The package is `footprint-hpc` on crates.io (`footprint` is another crate's name); the
+//! library keeps the name `footprint`:
+//!
+//! ```toml
+//! [dependencies]
+//! footprint-hpc = "0.1"   # then `use footprint::...` as in every example here
+//! ```
+//!
+//! The member crates are `footprint-hpc-runtime`, `-locks`, `-affinity`, `-pmu` and `-sim`
+//! (libraries `footprint_runtime`, ...), re-exported here as [`runtime`], [`locks`],
+//! [`affinity`], [`pmu`]. Linux only. MSRV: Rust 1.95 (set by `lock_api`
+//! 0.5, which the locks build on).
+//!
+//! Cargo features: `tracing` (events for runtime build and shutdown and adaptive decisions
+//! at `INFO`, steals and parks at `TRACE`), `serde` (`Serialize` for [`RuntimeStats`],
+//! [`WorkerStats`], [`ThreadStats`], [`LoopStats`]), `hwloc` (topology through the system
+//! libhwloc) and `mpi` (rsmpi over the system MPI: the module `mpi`).
+//!
+//! # Configuring the pool
+//! [`Runtime::builder`] (or [`Builder::build_global`] for the runtime that the free functions
+//! use outside any runtime) sets the worker count and the [`Pin`] choice; what it leaves unset
+//! comes from the environment, like `RAYON_NUM_THREADS` and `OMP_PROC_BIND` for those pools:
+//!
+//! | variable | values | default |
+//! |---|---|---|
+//! | `FOOTPRINT_NUM_THREADS` | a worker count (0 or empty: the default) | one per core |
+//! | `FOOTPRINT_PIN` | `off`, `cores`, `threads`, `spread` | `cores` |
+//!
+//! `RAYON_NUM_THREADS` and `OMP_NUM_THREADS` are not read: they size other pools of the same
+//! process (an OpenMP BLAS is often given `OMP_NUM_THREADS=1` under an outer parallel runtime).
+//! An unusable value is a typed [`Error::BadEnvironment`] from `build`. The free functions
+//! ([`spawn`], [`join`], [`scope`], [`par`] loops, ...) run on the runtime of the green thread
+//! that calls them, and on the global runtime from any other thread; the first time the global
+//! runtime starts beside a runtime the program built, a line on stderr says so.
+
+// docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use footprint_affinity as affinity;
 pub use footprint_locks as locks;
@@ -26,14 +65,17 @@ pub use footprint_runtime as runtime;
 pub mod par;
 
 #[cfg(feature = "mpi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
 pub mod mpi;
 
 pub use footprint_runtime::{
     block_in_place, current_num_threads, current_thread_index, join, scope, sleep, sleep_until,
     spawn, spawn_blocking, yield_now, BroadcastContext, Builder, Error, GreenBuilder, GreenLocal,
-    JoinHandle, Runtime, Scope, ScopedJoinHandle,
+    JoinHandle, Pin, Runtime, Scope, ScopedJoinHandle,
 };
-pub use footprint_runtime::{current_stats, Counters, RuntimeStats, ThreadStats, WorkerStats};
+pub use footprint_runtime::{
+    current_stats, Counters, LoopStats, RuntimeStats, ThreadStats, WorkerStats,
+};
 // placement (issue 10 B): hints, explicit moves and what the placement rules did.
 pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, PlacementStats};
 // adaptive (issue 12): the runtime chooses how many workers run; `progress` feeds it.

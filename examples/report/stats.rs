@@ -17,14 +17,15 @@ const COLUMNS: [&str; 5] = [
     "overflows",
 ];
 
-/// The counters a run added (`after − before`), as table cells in `COLUMNS` order.
+/// The counters a run added (`after.since(before)`), as table cells in `COLUMNS` order.
 fn cells(before: &RuntimeStats, after: &RuntimeStats) -> Vec<String> {
+    let d = after.since(before);
     [
-        after.spawned - before.spawned,
-        after.finished - before.finished,
-        after.steals - before.steals,
-        after.stacks_mapped - before.stacks_mapped,
-        after.overflows - before.overflows,
+        d.spawned,
+        d.finished,
+        d.steals(),
+        d.stacks_mapped,
+        d.overflows,
     ]
     .iter()
     .map(u64::to_string)

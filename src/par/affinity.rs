@@ -146,6 +146,9 @@ impl Affinity {
             Some(_) => {
                 s.memory = None;
                 s.stats.resets += 1;
+                let mut reset = footprint_runtime::LoopStats::default();
+                reset.resets = 1;
+                footprint_runtime::record_affinity_loop(reset);
                 None
             }
             None => None,
@@ -156,14 +159,22 @@ impl Affinity {
     pub(crate) fn commit(&self, key: LoopKey, run: RunRecord) {
         let mut s = self.lock();
         let chunks = run.worker_of.len() as u64;
+        // This run's figures, added to the handle's and to the runtime's (`Runtime::stats`).
+        let mut add = footprint_runtime::LoopStats::default();
+        add.affinity_runs = 1;
+        add.chunks_run = chunks;
+        add.stolen = run.stolen;
+        if run.replayed {
+            add.replayed = chunks - run.stolen;
+        } else {
+            add.stolen_first_run = run.stolen;
+        }
         s.stats.runs += 1;
         s.stats.chunks_run += chunks;
         s.stats.stolen += run.stolen;
-        if run.replayed {
-            s.stats.replayed += chunks - run.stolen;
-        } else {
-            s.stats.stolen_first_run += run.stolen;
-        }
+        s.stats.replayed += add.replayed;
+        s.stats.stolen_first_run += add.stolen_first_run;
+        footprint_runtime::record_affinity_loop(add);
         s.memory = Some(Memory {
             key,
             worker_of: run.worker_of,

@@ -7,8 +7,8 @@ use std::ops::Range;
 /// Calls `f(i)` for every `i` in `range`, in parallel on the current runtime's workers (the
 /// global runtime's outside any), iterations dealt by `schedule`.
 ///
-/// Returns when every iteration has run. `f` may block (a [`footprint::sync::Mutex`]
-/// (crate::sync::Mutex) parks the green thread, not the worker) and may itself run parallel
+/// Returns when every iteration has run. `f` may block (a
+/// [`footprint::sync::Mutex`](crate::sync::Mutex) parks the green thread, not the worker) and may itself run parallel
 /// loops, `join`s and `scope`s. A panic in `f` stops the loop (no new takes start) and is
 /// re-raised here once every participant has stopped.
 ///

@@ -1,7 +1,7 @@
 //! Cost of the scheduler's hot-path decisions: policy keys, stop bookkeeping, the reload-transient
 //! table against the exact formula, and the placement advisors.
 //!
-//! `cargo bench -p footprint-affinity --bench affinity -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p footprint-hpc-affinity --bench affinity -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint_affinity::ledger::Ledger;

@@ -25,6 +25,9 @@
 //! assert!(key < u64::MAX);
 //! ```
 
+// docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "hwloc")]
 mod hwloc_backend;
 pub mod ledger;

@@ -1,7 +1,7 @@
 //! Locks and barriers against `std::sync::Mutex`, `parking_lot::Mutex` and `std::sync::Barrier`,
 //! side by side in one run.
 //!
-//! `cargo bench -p footprint-locks --bench locks -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p footprint-hpc-locks --bench locks -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Groups (all times are per lock acquisition or per barrier episode):
 //! - `uncontended`: one thread, acquire + release;

@@ -2,7 +2,7 @@
 //! `parking_lot::Mutex`, interleaved in one process so that a shared machine's load drifts over
 //! all three alike (issue 15, fifth round).
 //!
-//! `cargo run --release -p footprint-locks --example contend_probe -- [empty|bound|oversub8] [ROUNDS] [ITERS]`
+//! `cargo run --release -p footprint-hpc-locks --example contend_probe -- [empty|bound|oversub8] [ROUNDS] [ITERS]`
 //!
 //! Each round runs every lock once on the chosen loop (`ITERS` acquisitions in all) and prints the
 //! nanoseconds per acquisition; the last line gives the medians and the default `Mutex`'s

@@ -29,7 +29,7 @@ impl WaitTimeoutResult {
 /// in a loop or use [`wait_while`](Condvar::wait_while).
 ///
 /// ```
-/// use footprint_locks::{Condvar, Mutex};
+/// use footprint::sync::{Condvar, Mutex};
 /// use std::sync::Arc;
 ///
 /// let pair = Arc::new((Mutex::new(false), Condvar::new()));
@@ -143,7 +143,7 @@ impl Condvar {
     /// Like [`wait`](Self::wait), giving up at `deadline` (parking_lot's name).
     ///
     /// ```
-    /// use footprint_locks::{Condvar, Mutex};
+    /// use footprint::sync::{Condvar, Mutex};
     /// use std::time::{Duration, Instant};
     ///
     /// let (m, cv) = (Mutex::new(()), Condvar::new());
@@ -184,7 +184,7 @@ impl Condvar {
     /// timed out with the condition still true.
     ///
     /// ```
-    /// use footprint_locks::{Condvar, Mutex};
+    /// use footprint::sync::{Condvar, Mutex};
     /// use std::time::{Duration, Instant};
     ///
     /// let (m, cv) = (Mutex::new(0), Condvar::new());

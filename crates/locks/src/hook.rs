@@ -49,7 +49,7 @@ std::thread_local! {
 /// asks).
 ///
 /// ```
-/// use footprint_locks::hook::{set_scheduled_class_cell, ClassCell, PriorityClass};
+/// use footprint::locks::hook::{set_scheduled_class_cell, ClassCell, PriorityClass};
 /// let cell = ClassCell::new(PriorityClass::Running);
 /// // SAFETY: `cell` outlives the calls, and this thread "runs" its owner until the reset.
 /// unsafe { set_scheduled_class_cell(&cell) };

@@ -33,7 +33,7 @@
 //!
 //! # Example
 //! ```
-//! use footprint_locks::{Barrier, Condvar, Mutex};
+//! use footprint::sync::{Barrier, Condvar, Mutex};
 //! use std::sync::Arc;
 //!
 //! let counter = Arc::new(Mutex::new(0u64));
@@ -97,7 +97,7 @@ mod aliases {
     /// A mutex with the default algorithm ([`DefaultRawLock`]), informed waiting, RAII guard.
     ///
     /// ```
-    /// let m = footprint_locks::Mutex::new(vec![1, 2]);
+    /// let m = footprint::sync::Mutex::new(vec![1, 2]);
     /// m.lock().push(3);
     /// assert_eq!(m.lock().len(), 3);
     /// ```
@@ -111,7 +111,7 @@ mod aliases {
     /// off their worker and informing like the mutexes (see [`RawRwLock`]).
     ///
     /// ```
-    /// let lock = footprint_locks::RwLock::new(vec![1]);
+    /// let lock = footprint::sync::RwLock::new(vec![1]);
     /// {
     ///     let (a, b) = (lock.read(), lock.read());
     ///     assert_eq!(a.len() + b.len(), 2);

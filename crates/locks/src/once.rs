@@ -23,7 +23,7 @@ const POISONED: usize = 3;
 /// Runs an initialiser exactly once; concurrent callers park until it has run.
 ///
 /// ```
-/// use footprint_locks::Once;
+/// use footprint::sync::Once;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
 /// static INIT: Once = Once::new();
@@ -190,7 +190,7 @@ impl std::fmt::Debug for Once {
 /// A panicking initialiser leaves the cell empty, and the next caller initialises it.
 ///
 /// ```
-/// use footprint_locks::OnceLock;
+/// use footprint::sync::OnceLock;
 ///
 /// static CONFIG: OnceLock<String> = OnceLock::new();
 /// assert!(CONFIG.get().is_none());
@@ -306,7 +306,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for OnceLock<T> {
 /// If `F` panics, the `LazyLock` is poisoned and later accesses panic (std's behaviour).
 ///
 /// ```
-/// use footprint_locks::LazyLock;
+/// use footprint::sync::LazyLock;
 /// use std::collections::HashMap;
 ///
 /// static SQUARES: LazyLock<HashMap<u32, u32>> =

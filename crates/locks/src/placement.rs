@@ -11,7 +11,7 @@
 //! uncontended lock or unlock.
 //!
 //! ```
-//! use footprint_locks::placement;
+//! use footprint::locks::placement;
 //!
 //! assert!(placement::lock_hot(), "on by default");
 //! let was = placement::set_lock_hot(false); // e.g. to measure a benchmark without it

@@ -22,7 +22,7 @@ const READER: usize = 2;
 const READ_KEY: usize = 0;
 const WRITE_KEY: usize = 1;
 
-/// The raw reader-writer lock behind [`RwLock`] (implements `lock_api::RawRwLock` and
+/// The raw reader-writer lock behind [`RwLock`](crate::RwLock) (implements `lock_api::RawRwLock` and
 /// `RawRwLockDowngrade`).
 pub struct RawRwLock<W: WaitPolicy = Informed> {
     state: AtomicUsize,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// when dropped. Not FIFO: a released permit goes to whichever waiter takes it first.
 ///
 /// ```
-/// use footprint_locks::Semaphore;
+/// use footprint::sync::Semaphore;
 ///
 /// let sem = Semaphore::new(2);
 /// let a = sem.acquire();
@@ -108,7 +108,7 @@ impl Semaphore {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let sem = footprint_locks::Semaphore::new(0);
+    /// let sem = footprint::sync::Semaphore::new(0);
     /// assert!(sem.acquire_timeout(Duration::from_millis(1)).is_none());
     /// ```
     pub fn acquire_timeout(&self, timeout: Duration) -> Option<SemaphorePermit<'_>> {

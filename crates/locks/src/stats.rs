@@ -10,10 +10,10 @@
 //! wires them; `footprint-pmu` and `footprint-locks` do not depend on each other).
 //!
 //! ```
-//! footprint_locks::stats::set_enabled(true);
-//! let m = footprint_locks::Mutex::new(0u32);
+//! footprint::sync::stats::set_enabled(true);
+//! let m = footprint::sync::Mutex::new(0u32);
 //! *m.lock() += 1;
-//! let totals = footprint_locks::stats::process_totals();
+//! let totals = footprint::sync::stats::process_totals();
 //! assert!(totals.acquisitions >= 1);
 //! ```
 
@@ -309,9 +309,9 @@ thread_local! {
 /// fn sink(ns: u64) {
 ///     WAITED.fetch_add(ns, Ordering::Relaxed);
 /// }
-/// let previous = footprint_locks::stats::set_thread_wait_sink(Some(sink));
+/// let previous = footprint::sync::stats::set_thread_wait_sink(Some(sink));
 /// assert!(previous.is_none());
-/// footprint_locks::stats::set_thread_wait_sink(previous);
+/// footprint::sync::stats::set_thread_wait_sink(previous);
 /// ```
 pub fn set_thread_wait_sink(sink: Option<fn(u64)>) -> Option<fn(u64)> {
     WAIT_SINK.with(|s| s.replace(sink))

@@ -1,6 +1,6 @@
 //! Loom models for every lock, barrier and the condition variable.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p footprint-locks --release --target-dir target/loom --test loom`
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-locks --release --target-dir target/loom --test loom`
 //! (preemptions are bounded to 2 here unless `LOOM_MAX_PREEMPTIONS` says otherwise).
 #![cfg(loom)]
 

@@ -1,6 +1,6 @@
 //! Cost of one read of each counter source, and of one sampler snapshot.
 //!
-//! `cargo bench -p footprint-pmu --bench pmu -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p footprint-hpc-pmu --bench pmu -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Where a path does not exist here (no hardware PMU, no rdpmc, perf blocked) the bench says
 //! so on stderr and measures nothing for it, rather than measuring something else under its

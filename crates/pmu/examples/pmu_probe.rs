@@ -1,7 +1,7 @@
 //! Prints the capability table of this machine, a few live readings of the software sources,
 //! and a short run of the profile sampler with its measured overhead.
 //!
-//! `cargo run -p footprint-pmu --example pmu_probe`
+//! `cargo run -p footprint-hpc-pmu --example pmu_probe`
 
 use std::time::Duration;
 

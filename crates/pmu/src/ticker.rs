@@ -2,7 +2,7 @@
 //! its thread: one mutex-protected control block and one condition variable. The thread waits
 //! for its next tick with a timeout but is woken at once by `stop`, so dropping a sampler never
 //! waits out an interval; waiters for progress are woken by every published interval. Modelled
-//! with loom (`RUSTFLAGS="--cfg loom" cargo test -p footprint-pmu --lib --release ticker`), where
+//! with loom (`RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-pmu --lib --release ticker`), where
 //! timeouts never fire, so a lost wake-up shows up as a deadlock.
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! Private tuning benches for the runtime's hot paths (the project's comparison benches live in
-//! the root `benches/`). Run: `cargo bench -p footprint-runtime --bench quick -- --warm-up-time 1
+//! the root `benches/`). Run: `cargo bench -p footprint-hpc-runtime --bench quick -- --warm-up-time 1
 //! --measurement-time 3`.
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -1,6 +1,6 @@
 //! Runs `fib(n)` with `join` at every level and prints the time and the runtime's counters
 //! (steals, green threads created for stolen halves, stacks mapped).
-//! `cargo run --release -p footprint-runtime --example fib_stats -- 30 2 [unpinned]`
+//! `cargo run --release -p footprint-hpc-runtime --example fib_stats -- 30 2 [unpinned]`
 
 use footprint_runtime::{join, Runtime};
 use std::time::Instant;

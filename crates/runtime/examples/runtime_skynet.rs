@@ -1,6 +1,6 @@
 //! Skynet: 1,000,000 leaf green threads (10 children per node, 6 levels), each returning its
 //! number, summed up the tree with `spawn` + `JoinHandle::join`. Prints the time and the
-//! process's peak RSS. `cargo run --release -p footprint-runtime --example runtime_skynet -- [workers]`
+//! process's peak RSS. `cargo run --release -p footprint-hpc-runtime --example runtime_skynet -- [workers]`
 
 use footprint_runtime::{spawn, Runtime};
 use std::time::Instant;

@@ -7,7 +7,7 @@
 //! `benches/runtime_micro.rs` move by tens of percent between runs. Each figure is the median of
 //! 9 runs of 1,000,000 iterations.
 //!
-//! Run: `cargo run --release -p footprint-runtime --example switch_cost`
+//! Run: `cargo run --release -p footprint-hpc-runtime --example switch_cost`
 
 use footprint_runtime::{spawn, yield_now, Counters, Runtime};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -140,9 +140,9 @@ fn current_shared_or_global() -> *const Shared {
 /// workers keep running green threads meanwhile.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(1).build().unwrap();
 /// let n = rt.block_on(|| {
-///     footprint_runtime::spawn_blocking(|| std::fs::read_dir(".").map(|d| d.count()).unwrap_or(0))
+///     footprint::spawn_blocking(|| std::fs::read_dir(".").map(|d| d.count()).unwrap_or(0))
 ///         .join()
 ///         .unwrap()
 /// });

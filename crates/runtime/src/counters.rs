@@ -40,7 +40,7 @@ pub type SourceFactory =
 ///
 /// ```
 /// use footprint_pmu::{Event, ScriptEnd, ScriptedSource};
-/// use footprint_runtime::{Counters, Runtime};
+/// use footprint::{Counters, Runtime};
 ///
 /// let rt = Runtime::builder()
 ///     .workers(1)
@@ -49,9 +49,9 @@ pub type SourceFactory =
 ///         Ok(Box::new(src.on_end(ScriptEnd::RepeatLast)))
 ///     }))
 ///     .build()?;
-/// let h = rt.spawn(|| footprint_runtime::current_stats().map(|s| s.runs));
+/// let h = rt.spawn(|| footprint::current_stats().map(|s| s.runs));
 /// assert_eq!(h.join().unwrap(), Some(1));
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 #[derive(Clone, Default)]
 #[non_exhaustive]

@@ -89,6 +89,24 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+    /// An environment variable the default builder reads (`FOOTPRINT_NUM_THREADS`,
+    /// `FOOTPRINT_PIN`) holds a value it cannot use.
+    BadEnvironment {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
+    /// `Builder::build_global` was called after the global runtime had started (built by an
+    /// earlier `build_global`, or on first use of a free function outside any runtime).
+    GlobalAlreadyStarted,
+    /// `Runtime::set_active_workers(0)`: at least one worker must stay active.
+    ZeroActiveWorkers {
+        /// The runtime's worker count.
+        workers: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -96,7 +114,7 @@ impl fmt::Display for Error {
         match self {
             Error::ZeroWorkers => write!(
                 f,
-                "a runtime needs at least one worker: pass workers(n) with n >= 1, or leave it unset for one per allowed CPU"
+                "a runtime needs at least one worker: pass workers(n) with n >= 1, or leave it unset for one per core of the allowed CPU set"
             ),
             Error::NoCpus => write!(
                 f,
@@ -135,6 +153,18 @@ impl fmt::Display for Error {
             Error::AdaptiveRange { min, max, cpus, reason } => write!(
                 f,
                 "adaptive_workers({min}..={max}): {reason}; pass a range with 1 <= min <= max <= {cpus} (the CPUs this runtime may use)"
+            ),
+            Error::BadEnvironment { var, value, reason } => write!(
+                f,
+                "{var}={value:?} cannot be used ({reason}): fix or unset the variable"
+            ),
+            Error::GlobalAlreadyStarted => write!(
+                f,
+                "the global runtime has already started (an earlier build_global, or a free function such as footprint::spawn, join, scope or a par loop called outside any runtime): call build_global once, at the start of main, before anything runs in parallel"
+            ),
+            Error::ZeroActiveWorkers { workers } => write!(
+                f,
+                "set_active_workers(0): at least one worker must stay active; pass n with 1 <= n <= {workers} (this runtime's workers)"
             ),
             Error::NoSuchWorker { worker, workers } => write!(
                 f,

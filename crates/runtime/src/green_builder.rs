@@ -19,8 +19,8 @@ use std::sync::Arc;
 /// [`GreenBuilder::spawn`] for the typed error.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
-/// let h = rt.block_on(|| footprint_runtime::spawn(|| "hi"));
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
+/// let h = rt.block_on(|| footprint::spawn(|| "hi"));
 /// assert_eq!(h.join().unwrap(), "hi");
 /// ```
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
@@ -66,9 +66,9 @@ where
 /// Options for one green thread: a name (shown in panic and overflow reports) and a stack size.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(1).build().unwrap();
 /// let h = rt.block_on(|| {
-///     footprint_runtime::GreenBuilder::new()
+///     footprint::GreenBuilder::new()
 ///         .name("leaf")
 ///         .stack_size(256 << 10)
 ///         .spawn(|| 7)
@@ -112,14 +112,14 @@ impl GreenBuilder {
     /// with [`Error::EmptyFragment`].
     ///
     /// ```
-    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// use footprint::{GreenBuilder, Runtime};
     /// let rt = Runtime::builder().workers(2).build().unwrap();
     /// let workers: Vec<Option<usize>> = rt.block_on(|| {
     ///     let hs: Vec<_> = (0..4)
     ///         .map(|_| {
     ///             GreenBuilder::new()
     ///                 .fragment(7, 512 << 10)
-    ///                 .spawn(footprint_runtime::park::current_worker)
+    ///                 .spawn(footprint::runtime::park::current_worker)
     ///                 .unwrap()
     ///         })
     ///         .collect();
@@ -139,10 +139,10 @@ impl GreenBuilder {
     /// placed by the plain rules; never an error. A fragment hint takes precedence.
     ///
     /// ```
-    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// use footprint::{GreenBuilder, Runtime};
     /// let rt = Runtime::builder().workers(2).build().unwrap();
     /// rt.block_on(|| {
-    ///     let a = footprint_runtime::spawn(|| 1);
+    ///     let a = footprint::spawn(|| 1);
     ///     let b = GreenBuilder::new().partner(&a).spawn(|| 2).unwrap();
     ///     assert_eq!(a.join().unwrap() + b.join().unwrap(), 3);
     /// });

@@ -125,8 +125,8 @@ pub(crate) fn detach_task(task: Arc<Task>, scope: Option<&ScopeShared>) {
 /// Owned permission to join a green thread. Dropping it detaches the thread.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
-/// let v = rt.block_on(|| footprint_runtime::spawn(|| 6 * 7).join().unwrap());
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
+/// let v = rt.block_on(|| footprint::spawn(|| 6 * 7).join().unwrap());
 /// assert_eq!(v, 42);
 /// ```
 pub struct JoinHandle<T> {
@@ -166,14 +166,14 @@ impl<T> JoinHandle<T> {
     /// once [`JoinHandle::is_finished`] says so; while it runs, the figures may lag by a run.
     ///
     /// ```
-    /// use footprint_runtime::{Counters, Runtime};
+    /// use footprint::{Counters, Runtime};
     /// let rt = Runtime::builder().workers(1).counters(Counters::Time).build()?;
-    /// let h = rt.spawn(|| footprint_runtime::yield_now());
+    /// let h = rt.spawn(|| footprint::yield_now());
     /// while !h.is_finished() {
     ///     std::thread::yield_now();
     /// }
     /// assert_eq!(h.stats().runs, 2);
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn stats(&self) -> ThreadStats {
         self.task

@@ -4,6 +4,7 @@
 
 use crate::context;
 use crate::join::scope;
+use crate::loops::LoopStats;
 use crate::placement::migrate_to;
 use crate::runtime::{global, Runtime};
 
@@ -11,8 +12,8 @@ use crate::runtime::{global, Runtime};
 /// on first use) when the caller is not on a runtime's worker (rayon's `current_num_threads`).
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(3).build().unwrap();
-/// assert_eq!(rt.block_on(footprint_runtime::current_num_threads), 3);
+/// let rt = footprint::Runtime::builder().workers(3).build().unwrap();
+/// assert_eq!(rt.block_on(footprint::current_num_threads), 3);
 /// ```
 pub fn current_num_threads() -> usize {
     let s = context::current_shared();
@@ -29,9 +30,9 @@ pub fn current_num_threads() -> usize {
 /// move to another worker whenever it yields or blocks, so the answer holds until then.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
-/// assert!(rt.block_on(footprint_runtime::current_thread_index).unwrap() < 2);
-/// assert_eq!(footprint_runtime::current_thread_index(), None);
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
+/// assert!(rt.block_on(footprint::current_thread_index).unwrap() < 2);
+/// assert_eq!(footprint::current_thread_index(), None);
 /// ```
 pub fn current_thread_index() -> Option<usize> {
     context::current_worker_index()
@@ -66,8 +67,8 @@ impl Runtime {
     /// May be called from an OS thread or from a green thread of any runtime.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
-    /// let seen = rt.broadcast(|ctx| (ctx.index(), footprint_runtime::current_thread_index()));
+    /// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
+    /// let seen = rt.broadcast(|ctx| (ctx.index(), footprint::current_thread_index()));
     /// assert_eq!(seen, vec![(0, Some(0)), (1, Some(1))]);
     /// ```
     pub fn broadcast<F, R>(&self, f: F) -> Vec<R>
@@ -97,4 +98,19 @@ impl Runtime {
             })
         })
     }
+}
+
+/// Adds what one `Affinity` loop run (or a handle's reset) did to the loop totals of the
+/// runtime the caller runs on (the global one outside any). For `footprint::par`; not API.
+#[doc(hidden)]
+pub fn record_affinity_loop(run: LoopStats) {
+    let s = context::current_shared();
+    let shared = if s.is_null() {
+        global().shared_ptr()
+    } else {
+        s
+    };
+    // SAFETY: the runtime of the calling thread's context is alive while the thread runs; the
+    // global one lives for the whole process.
+    unsafe { &*shared }.loops.add(&run);
 }

@@ -49,10 +49,10 @@ unsafe fn exec_stack_job<B: FnOnce() -> RB, RB>(p: *const ()) {
 /// ```
 /// fn fib(n: u64) -> u64 {
 ///     if n < 2 { return n; }
-///     let (a, b) = footprint_runtime::join(|| fib(n - 1), || fib(n - 2));
+///     let (a, b) = footprint::join(|| fib(n - 1), || fib(n - 2));
 ///     a + b
 /// }
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
 /// assert_eq!(rt.block_on(|| fib(20)), 6765);
 /// ```
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
@@ -127,10 +127,10 @@ unsafe impl Send for Scope<'_, '_> {}
 /// the calling OS thread blocks while it waits.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
 /// let data = vec![1, 2, 3];
 /// let sum = rt.block_on(|| {
-///     footprint_runtime::scope(|s| {
+///     footprint::scope(|s| {
 ///         let h = s.spawn(|| data.iter().sum::<i32>());
 ///         h.join().unwrap()
 ///     })

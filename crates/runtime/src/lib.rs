@@ -1,23 +1,24 @@
 //! Green threads on a work-stealing pool of pinned workers (after Bellosa's ELiTE).
 //!
 //! Stackful, async-free green threads: users write ordinary blocking code. A [`Runtime`] runs
-//! one pinned worker OS thread per CPU of the process's allowed set (configurable); green
-//! threads run on `corosensei` stacks with guard pages, pooled per worker.
+//! one pinned worker OS thread per core of the process's allowed CPU set (configurable:
+//! [`Builder::workers`], [`Pin`], the variables `FOOTPRINT_NUM_THREADS` and `FOOTPRINT_PIN`);
+//! green threads run on `corosensei` stacks with guard pages, pooled per worker.
 //!
 //! ```
-//! let rt = footprint_runtime::Runtime::builder()
-//!     .workers(4)                     // unset: one per CPU of the allowed set; 0 is an error
+//! let rt = footprint::Runtime::builder()
+//!     .workers(4)                     // unset: FOOTPRINT_NUM_THREADS, else one per core; 0 is an error
 //!     .stack_size(8 << 20)            // usable bytes per green thread, guard page not included
-//!     .build()?;                      // Result<Runtime, footprint_runtime::Error>
+//!     .build()?;                      // Result<Runtime, footprint::Error>
 //! let v = rt.block_on(|| {
-//!     let h = footprint_runtime::spawn(|| 1 + 1);                 // JoinHandle<T>
-//!     let (a, b) = footprint_runtime::join(|| 2, || 3);
-//!     let r = footprint_runtime::scope(|s| s.spawn(|| a + b).join().unwrap()); // borrows allowed
-//!     footprint_runtime::yield_now();
+//!     let h = footprint::spawn(|| 1 + 1);                 // JoinHandle<T>
+//!     let (a, b) = footprint::join(|| 2, || 3);
+//!     let r = footprint::scope(|s| s.spawn(|| a + b).join().unwrap()); // borrows allowed
+//!     footprint::yield_now();
 //!     h.join().unwrap() + r
 //! });
 //! assert_eq!(v, 7);
-//! # Ok::<(), footprint_runtime::Error>(())
+//! # Ok::<(), footprint::Error>(())
 //! ```
 //!
 //! # Scheduling
@@ -68,6 +69,9 @@
 //! typed [`Error`], [`spawn`] panics with its message, and a thread that cannot get a stack when
 //! it first runs fails its [`JoinHandle`] with that error.
 
+// docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod accounting;
 mod adaptive;
 mod blocking;
@@ -83,8 +87,10 @@ mod introspect;
 mod job;
 mod join;
 mod local;
+mod loops;
 mod overflow;
 mod parking;
+mod pin;
 mod placement;
 mod pool;
 mod ready;
@@ -102,6 +108,7 @@ mod sys;
 mod task;
 mod timed_sleep;
 mod timer;
+mod trace;
 mod worker;
 
 // adaptive (issue 12)
@@ -111,10 +118,13 @@ pub use counters::{Counters, SourceFactory};
 pub use error::Error;
 pub use green_builder::{spawn, GreenBuilder};
 pub use handle::JoinHandle;
+pub use introspect::record_affinity_loop;
 pub use introspect::{current_num_threads, current_thread_index, BroadcastContext};
 pub use join::{join, scope, Scope, ScopedJoinHandle};
 pub use local::GreenLocal;
+pub use loops::LoopStats;
 pub use parking::yield_now;
+pub use pin::{Pin, NUM_THREADS_VAR, PIN_VAR};
 pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };

@@ -19,21 +19,34 @@ std::thread_local! {
 /// Declare it in a `static`; use interior mutability (`Cell`, `RefCell`) to change it.
 ///
 /// ```
-/// use footprint_runtime::GreenLocal;
+/// use footprint::GreenLocal;
 /// use std::cell::Cell;
 /// static COUNTER: GreenLocal<Cell<u32>> = GreenLocal::new(|| Cell::new(0));
 ///
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
 /// rt.block_on(|| {
 ///     COUNTER.with(|c| c.set(c.get() + 1));
-///     let other = footprint_runtime::spawn(|| COUNTER.with(|c| c.get())).join().unwrap();
+///     let other = footprint::spawn(|| COUNTER.with(|c| c.get())).join().unwrap();
 ///     assert_eq!(other, 0); // a different green thread has its own value
-///     footprint_runtime::yield_now(); // may resume on another worker: the value follows
+///     footprint::yield_now(); // may resume on another worker: the value follows
 ///     assert_eq!(COUNTER.with(|c| c.get()), 1);
 /// });
 /// ```
 pub struct GreenLocal<T: 'static> {
     init: fn() -> T,
+}
+
+/// Names the key and its value type, not a value (which green thread's would it be?), as
+/// std's `LocalKey` does.
+///
+/// ```
+/// static SCRATCH: footprint::GreenLocal<Vec<u8>> = footprint::GreenLocal::new(Vec::new);
+/// assert_eq!(format!("{SCRATCH:?}"), "GreenLocal<alloc::vec::Vec<u8>> { .. }");
+/// ```
+impl<T: 'static> std::fmt::Debug for GreenLocal<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GreenLocal<{}> {{ .. }}", std::any::type_name::<T>())
+    }
 }
 
 impl<T: 'static> GreenLocal<T> {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use footprint_affinity::{AffinityPolicy, Policy, PolicyKind};
-/// use footprint_runtime::{ReadyOrder, Runtime};
+/// use footprint::runtime::{ReadyOrder, Runtime};
 ///
 /// let rt = Runtime::builder()
 ///     .workers(1)

@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     pub(crate) ext_spawned: AtomicU64,
     pub(crate) ext_finished: AtomicU64,
+    /// What `footprint::par`'s `Affinity` loops did here (`RuntimeStats::loops`).
+    pub(crate) loops: crate::loops::LoopTotals,
     pub(crate) stack_pool: crate::sync::Mutex<Vec<GreenStack>>,
     /// Where stacks of `stack_size` are carved from.
     pub(crate) slabs: Slabs,

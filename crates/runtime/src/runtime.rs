@@ -4,6 +4,7 @@ use crate::counters::Counters;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
+use crate::pin::{self, Pin};
 use crate::placement::shuffle::ShuffleState;
 use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::{self, ReadyOrder};
@@ -24,7 +25,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 /// Configures and builds a [`Runtime`].
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder()
+/// let rt = footprint::Runtime::builder()
 ///     .workers(2)
 ///     .stack_size(1 << 20)
 ///     .thread_name("solver")
@@ -38,7 +39,7 @@ pub struct Builder {
     cpus: Option<Vec<usize>>,
     stack_size: usize,
     thread_name: String,
-    pin: bool,
+    pin: Option<Pin>,
     ready_order: ReadyOrder,
     switch_cost_ns: u64,
     guard_pages: bool,
@@ -58,7 +59,7 @@ impl Default for Builder {
             cpus: None,
             stack_size: DEFAULT_STACK_SIZE,
             thread_name: "footprint-worker".into(),
-            pin: true,
+            pin: None,
             ready_order: ReadyOrder::default(),
             switch_cost_ns: 300,
             guard_pages: true,
@@ -72,20 +73,37 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// A builder with the defaults: one pinned worker per CPU of the process's allowed set,
-    /// [`DEFAULT_STACK_SIZE`] stacks.
+    /// A builder with the defaults: one pinned worker per core of the process's allowed CPU set
+    /// ([`Pin::Cores`]), [`DEFAULT_STACK_SIZE`] stacks. What is left unset here is read from the
+    /// environment when the runtime is built: the worker count from `FOOTPRINT_NUM_THREADS`,
+    /// the pinning from `FOOTPRINT_PIN` (see [`workers`](Builder::workers) and [`Pin`]).
     pub fn new() -> Builder {
         Builder::default()
     }
 
-    /// Number of workers (OS threads). Unset: one per CPU of the CPU set; 0 is an error. More
-    /// workers than CPUs are placed round-robin over the CPUs.
+    /// Number of workers (OS threads); 0 is an error. More workers than CPUs are placed
+    /// round-robin over the CPUs.
+    ///
+    /// Unset: the `FOOTPRINT_NUM_THREADS` environment variable if it holds a count (0 or empty
+    /// mean unset; anything else that is not a number makes [`build`](Builder::build) fail with
+    /// [`Error::BadEnvironment`]), else one per core of the CPU set (one per hardware thread
+    /// with [`Pin::Threads`]; one per listed CPU with [`cpus`](Builder::cpus)).
+    /// `RAYON_NUM_THREADS` and `OMP_NUM_THREADS` are not read: they size other pools of the
+    /// same process (a rayon pool, an OpenMP BLAS, often set to 1 under an outer parallel
+    /// runtime), and following them would shrink footprint's pool by accident.
+    ///
+    /// ```
+    /// let rt = footprint::Runtime::builder().workers(3).pin(false).build()?;
+    /// assert_eq!(rt.workers(), 3);
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
     pub fn workers(mut self, n: usize) -> Builder {
         self.workers = Some(n);
         self
     }
 
-    /// The CPUs to run on (each must be in the process's allowed set). Unset: the allowed set.
+    /// The CPUs to run on (each must be in the process's allowed set), used in the order given
+    /// (no SMT reordering). Unset: the allowed set, cores first (see [`Pin`]).
     pub fn cpus(mut self, cpus: &[usize]) -> Builder {
         self.cpus = Some(cpus.to_vec());
         self
@@ -112,13 +130,13 @@ impl Builder {
     /// depth you know fits `stack_size`.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder()
+    /// let rt = footprint::Runtime::builder()
     ///     .workers(1)
     ///     .stack_size(64 << 10)
     ///     .guard_pages(false)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap()), 1);
+    /// assert_eq!(rt.block_on(|| footprint::spawn(|| 1).join().unwrap()), 1);
     /// ```
     pub fn guard_pages(mut self, on: bool) -> Builder {
         self.guard_pages = on;
@@ -141,9 +159,19 @@ impl Builder {
         self
     }
 
-    /// Whether to pin each worker to its CPU (default true). A failed pin is an [`Error::Pin`].
-    pub fn pin(mut self, pin: bool) -> Builder {
-        self.pin = pin;
+    /// How to pin workers to CPUs (default [`Pin::Cores`], or the `FOOTPRINT_PIN` variable:
+    /// `off`, `cores`, `threads`, `spread`; an unknown value makes [`build`](Builder::build)
+    /// fail with [`Error::BadEnvironment`]). `true` and `false` still work, as
+    /// [`Pin::Cores`] and [`Pin::Off`]. A failed pin is an [`Error::Pin`].
+    ///
+    /// ```
+    /// use footprint::{Pin, Runtime};
+    /// let rt = Runtime::builder().workers(1).pin(Pin::Spread).build()?;
+    /// assert!(rt.worker_cpus()[0].is_some());
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
+    pub fn pin(mut self, pin: impl Into<Pin>) -> Builder {
+        self.pin = Some(pin.into());
         self
     }
 
@@ -170,10 +198,10 @@ impl Builder {
     /// without usable counters makes `build` fail with [`Error::NoHardwareCounters`].
     ///
     /// ```
-    /// use footprint_runtime::{Counters, Runtime};
+    /// use footprint::{Counters, Runtime};
     /// let rt = Runtime::builder().workers(2).counters(Counters::Time).build()?;
     /// assert_eq!(rt.stats().counters, "time only");
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn counters(mut self, counters: Counters) -> Builder {
         self.counters = counters;
@@ -186,7 +214,7 @@ impl Builder {
     /// [`PlacementStats`](crate::PlacementStats) for the decisions.
     ///
     /// ```
-    /// use footprint_runtime::{Runtime, ShuffleConfig};
+    /// use footprint::runtime::{Runtime, ShuffleConfig};
     /// let rt = Runtime::builder().workers(2).shuffling(ShuffleConfig::new()).build().unwrap();
     /// assert_eq!(rt.placement_stats().shuffle_swaps, 0);
     /// ```
@@ -208,11 +236,20 @@ impl Builder {
         if self.workers == Some(0) {
             return Err(Error::ZeroWorkers);
         }
+        let pin = match self.pin {
+            Some(p) => p,
+            None => pin::env_pin()?.unwrap_or_default(),
+        };
+        let env_workers = match (self.workers, &self.adaptive) {
+            (None, None) => pin::env_workers()?,
+            _ => None,
+        };
         check_stack_size(self.stack_size)?;
         if self.max_stacks == Some(0) {
             return Err(Error::StackLimit { limit: 0 });
         }
         let allowed = footprint_affinity::allowed_cpus().map_err(Error::Affinity)?;
+        let listed = self.cpus.is_some();
         let cpus = match &self.cpus {
             Some(c) if c.is_empty() => return Err(Error::NoCpus),
             Some(c) => {
@@ -237,11 +274,27 @@ impl Builder {
         if let Some(r) = &self.adaptive {
             crate::adaptive::state::check_range(r, cpus.len())?;
         }
+        // Listed CPUs are used as given; the allowed set is grouped into cores (SMT siblings).
+        let cores: Vec<Vec<usize>> = if listed {
+            cpus.iter().map(|&c| vec![c]).collect()
+        } else {
+            pin::cores_of(&cpus, pin::sysfs_siblings)
+        };
         let n = match &self.adaptive {
             Some(r) => *r.end(),
-            None => self.workers.unwrap_or(cpus.len()),
+            None => self
+                .workers
+                .or(env_workers)
+                .unwrap_or_else(|| match listed {
+                    true => cpus.len(),
+                    false => pin::default_workers(pin, &cores),
+                }),
         };
-        let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
+        let worker_cpu: Vec<usize> = match listed {
+            true => (0..n).map(|i| cpus[i % cpus.len()]).collect(),
+            false => pin::worker_cpus(pin, &cores, n),
+        };
+        let pinned = pin != Pin::Off;
         let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
 
@@ -254,7 +307,7 @@ impl Builder {
                 policy,
                 workers: (0..n)
                     .map(|i| {
-                        let cpu = self.pin.then_some(worker_cpu[i]);
+                        let cpu = pinned.then_some(worker_cpu[i]);
                         Arc::new(WorkerAffinity::new(i, cpu, ledger.clone()))
                     })
                     .collect(),
@@ -266,7 +319,7 @@ impl Builder {
             .iter()
             .zip(tiers)
             .enumerate()
-            .map(|(i, (d, t))| WorkerShared::new(d.stealer(), self.pin.then_some(worker_cpu[i]), t))
+            .map(|(i, (d, t))| WorkerShared::new(d.stealer(), pinned.then_some(worker_cpu[i]), t))
             .collect();
         let shared = Arc::new(Shared {
             workers,
@@ -276,6 +329,7 @@ impl Builder {
             shutdown: AtomicBool::new(false),
             ext_spawned: AtomicU64::new(0),
             ext_finished: AtomicU64::new(0),
+            loops: Default::default(),
             stack_pool: crate::sync::Mutex::new(Vec::new()),
             task_pool: crate::sync::Mutex::new(Vec::new()),
             stack_size: self.stack_size,
@@ -319,7 +373,7 @@ impl Builder {
         for (i, deque) in deques.into_iter().enumerate() {
             let sh = shared.clone();
             let tx = tx.clone();
-            let cpu = self.pin.then_some(worker_cpu[i]);
+            let cpu = pinned.then_some(worker_cpu[i]);
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-{i}", self.thread_name))
                 .spawn(move || worker_main(sh, i, deque, cpu, tx));
@@ -346,6 +400,7 @@ impl Builder {
                 first_err = Some(Error::Spawn(e));
             }
         }
+        LIVE_RUNTIMES.fetch_add(1, Ordering::Relaxed);
         let rt = Runtime {
             shared,
             threads,
@@ -354,8 +409,37 @@ impl Builder {
         };
         match first_err {
             Some(e) => Err(e), // dropping `rt` stops the workers that did start
-            None => Ok(rt),
+            None => {
+                crate::trace::built(rt.shared.id, &rt.worker_cpus());
+                Ok(rt)
+            }
         }
+    }
+}
+
+impl Builder {
+    /// Builds the runtime and makes it the global one: the runtime that
+    /// [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope), footprint's
+    /// parallel loops and the other free functions use when called outside any runtime (see
+    /// [`global`]), like rayon's `ThreadPoolBuilder::build_global`. Call it once, early in
+    /// `main`: once the global runtime has started (an earlier `build_global`, or a free
+    /// function called outside any runtime, which starts it with the defaults) it fails with
+    /// [`Error::GlobalAlreadyStarted`]. The global runtime lives until the process exits.
+    ///
+    /// ```
+    /// footprint::Builder::new().workers(2).thread_name("solver").build_global()?;
+    /// assert_eq!(footprint::current_num_threads(), 2);
+    /// let err = footprint::Builder::new().build_global().unwrap_err();
+    /// assert!(matches!(err, footprint::Error::GlobalAlreadyStarted));
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
+    pub fn build_global(self) -> Result<(), Error> {
+        if GLOBAL.get().is_some() {
+            return Err(Error::GlobalAlreadyStarted);
+        }
+        let rt = self.build()?;
+        // Another thread may have started the global runtime meanwhile: ours is then dropped.
+        GLOBAL.set(rt).map_err(|_| Error::GlobalAlreadyStarted)
     }
 }
 
@@ -596,9 +680,9 @@ impl Runtime {
     /// each) are left alone. Stack memory is otherwise kept until the runtime is dropped.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
+    /// let rt = footprint::Runtime::builder().workers(1).build().unwrap();
     /// rt.block_on(|| {
-    ///     let hs: Vec<_> = (0..64).map(|i| footprint_runtime::spawn(move || i)).collect();
+    ///     let hs: Vec<_> = (0..64).map(|i| footprint::spawn(move || i)).collect();
     ///     hs.into_iter().for_each(|h| drop(h.join()));
     /// });
     /// let _trimmed: usize = rt.trim_stacks();
@@ -654,24 +738,52 @@ impl Runtime {
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 
-/// The global runtime used by [`spawn`](crate::spawn), [`crate::join`] and [`crate::scope`] outside any runtime,
-/// built on first use with the defaults (one pinned worker per allowed CPU; unpinned if pinning
-/// is refused).
+/// Runtimes built and not yet dropped (the global one included once started), so that the
+/// global runtime can say when it starts beside a runtime the program built itself.
+static LIVE_RUNTIMES: AtomicUsize = AtomicUsize::new(0);
+
+/// Called by `Runtime::drop`.
+pub(crate) fn note_runtime_dropped() {
+    LIVE_RUNTIMES.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The global runtime used by [`spawn`](crate::spawn), [`crate::join`], [`crate::scope`],
+/// footprint's parallel loops and the other free functions outside any runtime: the one
+/// [`Builder::build_global`] installed, or else built on first use with the defaults (one pinned
+/// worker per core of the allowed set, `FOOTPRINT_NUM_THREADS` and `FOOTPRINT_PIN` honoured;
+/// unpinned if pinning is refused).
+///
+/// Called from a green thread of any runtime, the free functions use *that* runtime, never this
+/// one. Called from another thread while a runtime the program built is alive, they start this
+/// one beside it (two pools on the same CPUs): the first time that happens a line on stderr
+/// says so and names the cures (run the call inside `rt.block_on(..)`, or install the runtime
+/// with [`Builder::build_global`]).
 ///
 /// # Panics
-/// If no runtime can be built at all (no thread can be started).
+/// If no runtime can be built at all (no thread can be started, or `FOOTPRINT_NUM_THREADS` /
+/// `FOOTPRINT_PIN` hold values that cannot be used: the message names the variable).
 pub fn global() -> &'static Runtime {
     GLOBAL.get_or_init(|| {
-        Builder::new()
+        let others = LIVE_RUNTIMES.load(Ordering::Relaxed);
+        let rt = Builder::new()
             .thread_name("footprint-global")
             .build()
-            .or_else(|_| {
-                Builder::new()
+            .or_else(|e| match e {
+                Error::Pin { .. } => Builder::new()
                     .thread_name("footprint-global")
-                    .pin(false)
-                    .build()
+                    .pin(Pin::Off)
+                    .build(),
+                e => Err(e),
             })
-            .unwrap_or_else(|e| panic!("footprint: building the global runtime failed: {e}"))
+            .unwrap_or_else(|e| panic!("footprint: building the global runtime failed: {e}"));
+        if others > 0 {
+            let msg = format!(
+                "footprint: starting the global runtime ({} workers) beside {others} runtime(s) this program built: a free function (spawn, join, scope, a par loop, ...) was called outside every runtime. The pools now share the CPUs. Call it inside rt.block_on(..), or install your runtime with Builder::build_global().",
+                rt.workers()
+            );
+            crate::trace::second_pool(&msg);
+        }
+        rt
     })
 }
 
@@ -697,12 +809,12 @@ fn current_or_global_shared() -> *const Shared {
 /// after a runtime is dropped), so state kept across calls can tell runtimes apart.
 ///
 /// ```
-/// let a = footprint_runtime::Runtime::builder().workers(1).build()?;
-/// let b = footprint_runtime::Runtime::builder().workers(1).build()?;
-/// let ida = a.block_on(footprint_runtime::current_runtime_id);
-/// assert_eq!(ida, a.block_on(footprint_runtime::current_runtime_id));
-/// assert_ne!(ida, b.block_on(footprint_runtime::current_runtime_id));
-/// # Ok::<(), footprint_runtime::Error>(())
+/// let a = footprint::Runtime::builder().workers(1).build()?;
+/// let b = footprint::Runtime::builder().workers(1).build()?;
+/// let ida = a.block_on(footprint::runtime::current_runtime_id);
+/// assert_eq!(ida, a.block_on(footprint::runtime::current_runtime_id));
+/// assert_ne!(ida, b.block_on(footprint::runtime::current_runtime_id));
+/// # Ok::<(), footprint::Error>(())
 /// ```
 pub fn current_runtime_id() -> u64 {
     // SAFETY: the caller's runtime outlives its workers and green threads; the global one lives

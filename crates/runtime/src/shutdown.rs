@@ -22,11 +22,11 @@ impl Runtime {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
-    /// rt.spawn(|| footprint_runtime::park::park()); // detached, parked forever
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
+    /// rt.spawn(|| footprint::runtime::park::park()); // detached, parked forever
     /// let left = rt.shutdown_timeout(Duration::from_millis(50));
     /// assert!(left <= 1); // 1 once it has parked (0 only on a spurious wake-up)
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> usize {
         let deadline = Instant::now().checked_add(timeout);
@@ -107,6 +107,11 @@ const ABANDON_GRACE: Duration = Duration::from_millis(50);
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        crate::runtime::note_runtime_dropped();
+        if cfg!(feature = "tracing") {
+            let s = self.stats();
+            crate::trace::shutdown(self.shared.id, self.workers(), s.spawned, s.finished);
+        }
         if let Some(s) = &self.shared.placement.shuffle {
             s.stop();
         }

@@ -6,6 +6,7 @@
 use crate::accounting::{ThreadAccount, WorkerAccount};
 use crate::clock;
 use crate::context::current_green_on_worker;
+use crate::loops::LoopStats;
 use crate::registry::Shared;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,18 +21,19 @@ use std::time::Duration;
 /// worker started it) never ran on a worker of its own: its time is counted in the joiner's.
 ///
 /// ```
-/// use footprint_runtime::{Counters, Runtime};
+/// use footprint::{Counters, Runtime};
 /// let rt = Runtime::builder().workers(1).counters(Counters::Time).build()?;
 /// let h = rt.spawn(|| {
-///     footprint_runtime::yield_now();
-///     footprint_runtime::yield_now();
-///     footprint_runtime::current_stats().expect("on a green thread")
+///     footprint::yield_now();
+///     footprint::yield_now();
+///     footprint::current_stats().expect("on a green thread")
 /// });
 /// let s = h.join().unwrap();
 /// assert_eq!(s.runs, 3); // the first start and one resume per yield
 /// println!("{s}");
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ThreadStats {
@@ -78,12 +80,12 @@ impl ThreadStats {
 /// thread). See [`ThreadStats`].
 ///
 /// ```
-/// use footprint_runtime::{Counters, Runtime};
+/// use footprint::{Counters, Runtime};
 /// let rt = Runtime::builder().workers(1).counters(Counters::Time).build()?;
-/// let runs = rt.block_on(|| footprint_runtime::current_stats().map(|s| s.runs));
+/// let runs = rt.block_on(|| footprint::current_stats().map(|s| s.runs));
 /// assert_eq!(runs, Some(1));
-/// assert!(footprint_runtime::current_stats().is_none()); // not on a green thread
-/// # Ok::<(), footprint_runtime::Error>(())
+/// assert!(footprint::current_stats().is_none()); // not on a green thread
+/// # Ok::<(), footprint::Error>(())
 /// ```
 pub fn current_stats() -> Option<ThreadStats> {
     let (t, w) = current_green_on_worker()?;
@@ -126,6 +128,7 @@ impl fmt::Display for ThreadStats {
 }
 
 /// What one worker did.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerStats {
@@ -181,20 +184,49 @@ impl WorkerStats {
     pub fn steals(&self) -> u64 {
         self.steals_by_tier.iter().sum()
     }
+
+    /// What this worker did since `earlier` (a snapshot of the same worker taken before):
+    /// every count and time minus the earlier one (never below zero); `cpu` as now.
+    pub fn since(&self, earlier: &WorkerStats) -> WorkerStats {
+        WorkerStats {
+            cpu: self.cpu,
+            runs: self.runs.saturating_sub(earlier.runs),
+            parks: self.parks.saturating_sub(earlier.parks),
+            steals_by_tier: self
+                .steals_by_tier
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    n.saturating_sub(earlier.steals_by_tier.get(i).copied().unwrap_or(0))
+                })
+                .collect(),
+            injector_takes: self.injector_takes.saturating_sub(earlier.injector_takes),
+            idle_time: self.idle_time.saturating_sub(earlier.idle_time),
+            sleeps: self.sleeps.saturating_sub(earlier.sleeps),
+            deaf_sleeps: self.deaf_sleeps.saturating_sub(earlier.deaf_sleeps),
+            inbox_wakeups: self.inbox_wakeups.saturating_sub(earlier.inbox_wakeups),
+            busy_time: self.busy_time.saturating_sub(earlier.busy_time),
+            misses: self.misses.saturating_sub(earlier.misses),
+            counter_failures: self
+                .counter_failures
+                .saturating_sub(earlier.counter_failures),
+        }
+    }
 }
 
 /// Counters of a runtime (see [`Runtime::stats`](crate::Runtime::stats)); `Display` prints a
 /// table with one row per worker.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
-/// rt.block_on(|| footprint_runtime::spawn(|| 1).join().unwrap());
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// rt.block_on(|| footprint::spawn(|| 1).join().unwrap());
 /// let s = rt.stats();
 /// assert_eq!(s.workers.len(), 2);
 /// assert!(s.workers.iter().map(|w| w.runs).sum::<u64>() >= 1);
 /// println!("{s}");
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuntimeStats {
@@ -202,7 +234,8 @@ pub struct RuntimeStats {
     pub spawned: u64,
     /// Green threads finished so far.
     pub finished: u64,
-    /// Successful steals (all workers, all tiers).
+    /// Successful steals (all workers, all tiers): the same figure as
+    /// [`steals()`](RuntimeStats::steals), kept as a field for existing code.
     pub steals: u64,
     /// Stacks mapped fresh (not from a pool).
     pub stacks_mapped: u64,
@@ -218,9 +251,56 @@ pub struct RuntimeStats {
     /// The adaptive controller's state and last decisions (`None` unless built with
     /// [`Builder::adaptive_workers`](crate::Builder::adaptive_workers)).
     pub adaptive: Option<crate::AdaptiveStats>,
+    /// What `footprint::par` loops with an `Affinity` schedule did on this runtime.
+    pub loops: LoopStats,
 }
 
 impl RuntimeStats {
+    /// Successful steals over all workers and tiers (as [`WorkerStats::steals`] per worker).
+    pub fn steals(&self) -> u64 {
+        self.workers.iter().map(WorkerStats::steals).sum()
+    }
+
+    /// What the runtime did since `earlier`, a snapshot of the same runtime taken before:
+    /// every count and time minus the earlier one (never below zero), per worker too; the
+    /// counter description, the counter error and the adaptive state are the later ones.
+    ///
+    /// ```
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
+    /// rt.block_on(|| footprint::spawn(|| 1).join().unwrap());
+    /// let before = rt.stats();
+    /// rt.block_on(|| {
+    ///     let hs: Vec<_> = (0..10).map(|i| footprint::spawn(move || i)).collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
+    /// });
+    /// let delta = rt.stats().since(&before);
+    /// assert_eq!(delta.spawned, 11); // ten threads and `block_on`'s own
+    /// assert_eq!(delta.finished, delta.spawned);
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
+    pub fn since(&self, earlier: &RuntimeStats) -> RuntimeStats {
+        RuntimeStats {
+            spawned: self.spawned.saturating_sub(earlier.spawned),
+            finished: self.finished.saturating_sub(earlier.finished),
+            steals: self.steals.saturating_sub(earlier.steals),
+            stacks_mapped: self.stacks_mapped.saturating_sub(earlier.stacks_mapped),
+            overflows: self.overflows.saturating_sub(earlier.overflows),
+            counters: self.counters.clone(),
+            counter_error: self.counter_error.clone(),
+            workers: self
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(i, w)| match earlier.workers.get(i) {
+                    Some(e) => w.since(e),
+                    None => w.clone(),
+                })
+                .collect(),
+            adaptive: self.adaptive.clone(),
+            loops: self.loops.since(&earlier.loops),
+        }
+    }
+
     pub(crate) fn collect(sh: &Shared) -> RuntimeStats {
         let mut s = RuntimeStats {
             spawned: sh.ext_spawned.load(Ordering::Relaxed),
@@ -242,6 +322,7 @@ impl RuntimeStats {
             s.steals += ws.steals();
             s.workers.push(ws);
         }
+        s.loops = sh.loops.get();
         s.adaptive = sh
             .adaptive
             .as_ref()

@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
 /// let slept = rt.block_on(|| {
 ///     let t0 = Instant::now();
-///     footprint_runtime::sleep(Duration::from_millis(2));
+///     footprint::sleep(Duration::from_millis(2));
 ///     t0.elapsed()
 /// });
 /// assert!(slept >= Duration::from_millis(2));
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 pub fn sleep(dur: Duration) {
     match Instant::now().checked_add(dur) {
@@ -40,7 +40,7 @@ pub fn sleep(dur: Duration) {
 /// ```
 /// use std::time::{Duration, Instant};
 /// let deadline = Instant::now() + Duration::from_millis(1);
-/// footprint_runtime::sleep_until(deadline); // an OS thread: std::thread::sleep
+/// footprint::sleep_until(deadline); // an OS thread: std::thread::sleep
 /// assert!(Instant::now() >= deadline);
 /// ```
 pub fn sleep_until(deadline: Instant) {

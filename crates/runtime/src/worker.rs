@@ -299,6 +299,7 @@ impl WorkerLocal {
     #[inline]
     fn count_steal(&self, me: &WorkerShared, tier: usize) {
         bump(&me.acct.steals_by_tier[tier], 1);
+        crate::trace::steal(self.index, tier);
         self.stolen.set(true);
     }
 
@@ -569,8 +570,9 @@ impl WorkerLocal {
                 Err(e) => {
                     // The joiner gets the typed error naming the limit.
                     crate::task::fail_unrun(t, Box::new(e));
-                    t.complete();
+                    // Counted before the joiner is woken, so its next `stats()` includes it.
                     count_finished(t);
+                    t.complete();
                     recycle(task);
                     None
                 }
@@ -604,9 +606,11 @@ impl WorkerLocal {
             } else {
                 self.put_stack(co.into_stack(), size);
             }
+            // Counted before `complete` wakes the joiner: a `stats()` right after the join (or
+            // `block_on`) returns then includes this thread.
+            count_finished(t);
             t.complete();
         }
-        count_finished(t);
         recycle(task);
     }
 
@@ -693,6 +697,7 @@ impl WorkerLocal {
 
     fn finish_park(&self, task: Arc<Task>, misses: Option<u64>) {
         bump(&self.shared().workers[self.index].acct.parks, 1);
+        crate::trace::park(self.index);
         if self.timed {
             task.acct.parked_at(self.run_start.get());
         }

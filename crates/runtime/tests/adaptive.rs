@@ -28,7 +28,10 @@ fn bad_ranges_are_typed_errors() {
         }
     }
     let rt = Runtime::builder().workers(2).pin(false).build().unwrap();
-    assert!(matches!(rt.set_active_workers(0), Err(Error::ZeroWorkers)));
+    assert!(matches!(
+        rt.set_active_workers(0),
+        Err(Error::ZeroActiveWorkers { .. })
+    ));
     assert!(matches!(
         rt.set_active_workers(3),
         Err(Error::NoSuchWorker { workers: 2, .. })

@@ -2,7 +2,7 @@
 //! (`task/states.rs`), driven as `Task::complete` (the finisher), `handle::join_task` (the
 //! joiner) and `handle::detach_task` (a dropped handle) drive it, with the result and the
 //! waiter in loom cells and the joiner parking through [`ParkState`]. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_handle`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_handle`.
 //!
 //! Proves, with up to 3 preemptions (loom's bound): the result is delivered exactly once, whether
 //! the joiner comes before or after the finish (never lost, never read twice, never read before it

@@ -3,7 +3,7 @@
 //! (`sleep.rs`) and `WorkerLocal::run_loop`/`idle` (`worker.rs`) compose them, over two model
 //! workers whose queues are atomic bags (a push is a Release RMW, a search an Acquire load: the
 //! ordering the protocol's argument relies on, and no more). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_idle`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_idle`.
 //!
 //! What each model proves, under every interleaving and weak-memory outcome loom explores with up
 //! to 2 preemptions (3 runs for over 10 minutes here): a green thread made runnable while every

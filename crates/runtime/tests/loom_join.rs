@@ -1,7 +1,7 @@
 //! Loom model of `join`'s stolen-half latch (`join.rs`): the thief runs the half, writes its
 //! result, sets the runtime's own [`Latch`] and unparks the owner through the owner's
 //! [`ParkState`]; the owner parks until the latch is set, then reads the result. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_join`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_join`.
 //!
 //! Proves, with up to 3 preemptions (loom's bound): the owner always wakes (no lost wake-up: loom
 //! reports a deadlock otherwise), and it reads the result only after the thief's write is visible

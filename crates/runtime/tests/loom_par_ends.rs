@@ -3,7 +3,7 @@
 //! once, under every interleaving and weak-memory outcome loom explores. It lives here because
 //! the facade does not build under `--cfg loom` (the locks crate swaps its types), while this
 //! crate does and `ends.rs` needs nothing but atomics. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_par_ends`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_par_ends`.
 #![cfg(loom)]
 
 #[path = "../../../src/par/ends.rs"]

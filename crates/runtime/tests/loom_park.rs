@@ -1,7 +1,7 @@
 //! Loom model of the green-thread park permit protocol: the runtime's own [`ParkState`]
 //! (`task/states.rs`), whose steps `parking::park_current`, `WorkerLocal::finish_park` and
 //! `Task::unpark_task` call. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_park`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_park`.
 //!
 //! The owner waits for two `join` halves in turn (`while !done { park() }`); a thief finishes
 //! each (`done = true; unpark()`). The first half leaves a stale permit behind, which is the case

@@ -2,7 +2,7 @@
 //! a worker-local level and overflow to a shared level; the runtime's own [`take_pooled`] and
 //! [`put_pooled`] move them (with small [`Levels`] here, so that the overflow, the refill and
 //! the drop of a surplus all happen within a few steps). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_pool`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_pool`.
 //!
 //! Proves, with up to 3 preemptions (loom's bound): a block given back on one worker and taken on
 //! another is held by one worker at a time (never handed out twice), none is lost (every block made

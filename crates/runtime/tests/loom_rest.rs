@@ -2,7 +2,7 @@
 //! `WorkerLocal::rest_surplus`, `Shared::set_active`, and `notify_worker` on a resting worker),
 //! through the runtime's own `SleepWord` steps (`sleep/word.rs`; under loom its futex is a
 //! notification permit, as in `loom_idle`), with a mutex-protected count for the inbox. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --test loom_rest`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --test loom_rest`.
 //!
 //! Two properties, each a model in which a lost wake-up leaves a thread blocked forever (loom
 //! reports the deadlock):

@@ -1,7 +1,7 @@
 //! Loom model of scope completion (`join.rs` `scope`, `task.rs` `ScopeShared`): the runtime's
 //! own [`ScopeCount`] counts spawned, unfinished threads; the last to finish unparks the
 //! scope's owner through its [`ParkState`]; the owner parks until the count is zero. Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-runtime --release --target-dir target/loom --test loom_scope`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-runtime --release --target-dir target/loom --test loom_scope`.
 //!
 //! Proves, with up to 3 preemptions (loom's bound): the owner always wakes (no lost wake-up), and
 //! only after every scoped thread, including one spawned by a scoped thread, has finished and its

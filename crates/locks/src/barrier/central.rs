@@ -13,7 +13,7 @@ const KIND: &str = "CentralBarrier";
 /// leader.
 ///
 /// ```
-/// let b = std::sync::Arc::new(footprint_locks::CentralBarrier::<footprint_locks::Informed>::new(2));
+/// let b = std::sync::Arc::new(footprint::sync::CentralBarrier::<footprint::sync::Informed>::new(2));
 /// let b2 = b.clone();
 /// let t = std::thread::spawn(move || b2.wait().is_leader());
 /// let me = b.wait().is_leader();

@@ -17,7 +17,7 @@
 //! `select` over several channels yet.
 //!
 //! ```
-//! use footprint_locks::channel;
+//! use footprint::channel;
 //!
 //! let (tx, rx) = channel::bounded(4);
 //! let producers: Vec<_> = (0..2)
@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 /// of [`CapacityError`]; use [`try_bounded`] to get the error instead.
 ///
 /// ```
-/// let (tx, rx) = footprint_locks::channel::bounded(1);
+/// let (tx, rx) = footprint::channel::bounded(1);
 /// tx.send(1).unwrap();
 /// assert!(tx.try_send(2).unwrap_err().is_full());
 /// assert_eq!(rx.recv(), Ok(1));
@@ -70,7 +70,7 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// Like [`bounded`], returning a [`CapacityError`] when the buffer cannot be allocated.
 ///
 /// ```
-/// use footprint_locks::channel;
+/// use footprint::channel;
 /// let e = channel::try_bounded::<u64>(usize::MAX).unwrap_err();
 /// assert_eq!(e.capacity(), usize::MAX);
 /// assert!(e.to_string().contains("smaller capacity"));
@@ -87,7 +87,7 @@ pub fn try_bounded<T>(cap: usize) -> Result<(Sender<T>, Receiver<T>), CapacityEr
 /// A channel whose sends never wait.
 ///
 /// ```
-/// let (tx, rx) = footprint_locks::channel::unbounded();
+/// let (tx, rx) = footprint::channel::unbounded();
 /// for i in 0..1000 {
 ///     tx.send(i).unwrap();
 /// }
@@ -164,7 +164,7 @@ impl<T> Sender<T> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let (tx, _rx) = footprint_locks::channel::bounded(0);
+    /// let (tx, _rx) = footprint::channel::bounded(0);
     /// let e = tx.send_timeout(7, Duration::from_millis(1)).unwrap_err();
     /// assert!(e.is_timeout());
     /// assert_eq!(e.into_inner(), 7);
@@ -206,7 +206,7 @@ impl<T> Receiver<T> {
     /// Like [`recv`](Self::recv), giving up after `timeout`.
     ///
     /// ```
-    /// use footprint_locks::channel::{self, RecvTimeoutError};
+    /// use footprint::channel::{self, RecvTimeoutError};
     /// use std::time::Duration;
     /// let (tx, rx) = channel::unbounded::<u8>();
     /// assert_eq!(rx.recv_timeout(Duration::from_millis(1)), Err(RecvTimeoutError::Timeout));
@@ -237,7 +237,7 @@ impl<T> Receiver<T> {
     /// A non-blocking iterator: yields the messages there now.
     ///
     /// ```
-    /// let (tx, rx) = footprint_locks::channel::unbounded();
+    /// let (tx, rx) = footprint::channel::unbounded();
     /// tx.send(1).unwrap();
     /// tx.send(2).unwrap();
     /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 2]);

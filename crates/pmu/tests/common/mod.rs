@@ -3,6 +3,8 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
+pub mod raw_probe;
+
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 
@@ -67,4 +69,36 @@ impl CpuBurner {
         self.exit.send(()).unwrap();
         self.handle.join().unwrap();
     }
+}
+
+/// Whether a test that needs software perf counters should run: `FOOTPRINT_PERF=1` forces it
+/// (it then fails loudly where perf is refused), `=0` skips it, otherwise a raw probe decides.
+/// A skip is said on stderr (`cargo test -- --nocapture` shows it).
+pub fn perf_here() -> bool {
+    decide(
+        "FOOTPRINT_PERF",
+        raw_probe::task_clock_opens,
+        "perf_event_open refused here (seccomp or perf_event_paranoid >= 3): task-clock does not open",
+    )
+}
+
+/// Whether a test that needs a hardware PMU should run (`FOOTPRINT_HW_PMU=1|0` as above).
+pub fn hardware_pmu_here() -> bool {
+    decide(
+        "FOOTPRINT_HW_PMU",
+        raw_probe::hardware_cycles_open,
+        "no hardware PMU here: a cycles counter does not open (see the pmu_probe example)",
+    )
+}
+
+fn decide(var: &str, probe: fn() -> bool, reason: &str) -> bool {
+    let run = match std::env::var(var).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => probe(),
+    };
+    if !run {
+        eprintln!("skipped: {reason}");
+    }
+    run
 }

@@ -1,6 +1,7 @@
 //! What the controller decides: a new active count ([`Decision`]) and why ([`Reason`]).
 
 /// Why the active count is what it is.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
     /// The search starts (at `min`).

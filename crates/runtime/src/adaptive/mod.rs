@@ -56,15 +56,15 @@ impl Builder {
     /// above the CPUs the runtime may use.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().adaptive_workers(1..=2).build()?;
+    /// let rt = footprint::Runtime::builder().adaptive_workers(1..=2).build()?;
     /// let v = rt.block_on(|| {
-    ///     footprint_runtime::progress(1); // one unit of work done
+    ///     footprint::progress(1); // one unit of work done
     ///     6 * 7
     /// });
     /// assert_eq!(v, 42);
     /// let a = rt.stats().adaptive.expect("adaptive runtime");
     /// assert!((1..=2).contains(&a.active));
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn adaptive_workers(mut self, range: RangeInclusive<usize>) -> Builder {
         self.adaptive = Some(range);
@@ -80,14 +80,14 @@ impl Builder {
 /// profile alone.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().adaptive_workers(1..=1).build()?;
+/// let rt = footprint::Runtime::builder().adaptive_workers(1..=1).build()?;
 /// rt.block_on(|| {
 ///     for _ in 0..10 {
 ///         // ... one unit of work ...
-///         footprint_runtime::progress(1);
+///         footprint::progress(1);
 ///     }
 /// });
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
 pub fn progress(n: u64) {
     let c = crate::context::ctx_ptr();
@@ -112,9 +112,9 @@ impl Runtime {
     /// controller moves this between `min` and `max` (the others rest, using no CPU).
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
     /// assert_eq!(rt.active_workers(), 2);
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn active_workers(&self) -> usize {
         self.shared.active_limit()
@@ -122,21 +122,23 @@ impl Runtime {
 
     /// Sets the number of active workers by hand: workers `n..` hand their queued threads to
     /// the first `n` and rest (no CPU) until it is raised again. An adaptive runtime's
-    /// controller sets it again at its next decision. Errors: [`Error::ZeroWorkers`] for 0,
+    /// controller sets it again at its next decision. Errors: [`Error::ZeroActiveWorkers`] for 0,
     /// [`Error::NoSuchWorker`] above [`workers`](crate::Runtime::workers).
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(2).pin(false).build()?;
+    /// let rt = footprint::Runtime::builder().workers(2).pin(false).build()?;
     /// rt.set_active_workers(1)?;
     /// assert_eq!(rt.block_on(|| 6 * 7), 42); // runs on worker 0 only
     /// rt.set_active_workers(2)?;
     /// assert!(rt.set_active_workers(3).is_err());
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// let zero = rt.set_active_workers(0).unwrap_err();
+    /// assert!(zero.to_string().contains("set_active_workers(0)"), "{zero}");
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn set_active_workers(&self, n: usize) -> Result<(), Error> {
         let workers = self.shared.workers.len();
         if n == 0 {
-            return Err(Error::ZeroWorkers);
+            return Err(Error::ZeroActiveWorkers { workers });
         }
         if n > workers {
             return Err(Error::NoSuchWorker {
@@ -153,9 +155,9 @@ impl Runtime {
     /// [`RuntimeStats::adaptive`](crate::RuntimeStats::adaptive) were made on.
     ///
     /// ```
-    /// let rt = footprint_runtime::Runtime::builder().workers(1).build()?;
+    /// let rt = footprint::Runtime::builder().workers(1).build()?;
     /// assert!(rt.adaptive_samples().is_empty());
-    /// # Ok::<(), footprint_runtime::Error>(())
+    /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn adaptive_samples(&self) -> Vec<AdaptiveSample> {
         self.shared.adaptive.as_ref().map_or_else(Vec::new, |a| {

@@ -12,6 +12,7 @@ const DECISIONS_KEPT: usize = 32;
 const SAMPLES_KEPT: usize = 512;
 
 /// One decision of the controller.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AdaptiveDecision {
@@ -25,6 +26,7 @@ pub struct AdaptiveDecision {
 
 /// One sampled interval, as the controller saw it (see
 /// [`Runtime::adaptive_samples`](crate::Runtime::adaptive_samples)).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct AdaptiveSample {
@@ -84,12 +86,13 @@ impl Log {
 /// decisions.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().adaptive_workers(1..=1).build()?;
+/// let rt = footprint::Runtime::builder().adaptive_workers(1..=1).build()?;
 /// let a = rt.stats().adaptive.expect("adaptive");
 /// assert_eq!((a.min, a.max, a.active), (1, 1, 1));
 /// println!("{a}");
-/// # Ok::<(), footprint_runtime::Error>(())
+/// # Ok::<(), footprint::Error>(())
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AdaptiveStats {

@@ -277,12 +277,12 @@ fn current_green(what: &'static str) -> Result<(*const Task, &'static Shared, us
 /// below the runtime's worker count.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
 /// rt.block_on(|| {
-///     footprint_runtime::migrate_to(1).unwrap();
-///     assert_eq!(footprint_runtime::park::current_worker(), Some(1));
+///     footprint::migrate_to(1).unwrap();
+///     assert_eq!(footprint::runtime::park::current_worker(), Some(1));
 /// });
-/// assert!(footprint_runtime::migrate_to(0).is_err()); // not on a green thread
+/// assert!(footprint::migrate_to(0).is_err()); // not on a green thread
 /// ```
 pub fn migrate_to(worker: usize) -> Result<(), Error> {
     let (t, shared, here) = current_green("migrate_to")?;
@@ -306,10 +306,10 @@ pub fn migrate_to(worker: usize) -> Result<(), Error> {
 /// cached; the call changes nothing), [`Error::NotGreen`] outside a green thread.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
 /// rt.block_on(|| {
-///     footprint_runtime::set_fragment(42, 256 << 10).unwrap();
-///     assert!(footprint_runtime::set_fragment(43, 0).is_err());
+///     footprint::set_fragment(42, 256 << 10).unwrap();
+///     assert!(footprint::set_fragment(43, 0).is_err());
 /// });
 /// assert_eq!(rt.placement_stats().fragment_placements, 1);
 /// ```
@@ -345,10 +345,10 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
 /// outside a green thread); shuffling decisions in [`PlacementStats`] name threads by it.
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(1).build().unwrap();
-/// let id = rt.block_on(footprint_runtime::current_thread_id);
+/// let rt = footprint::Runtime::builder().workers(1).build().unwrap();
+/// let id = rt.block_on(footprint::current_thread_id);
 /// assert!(id.is_some());
-/// assert_eq!(footprint_runtime::current_thread_id(), None); // not a green thread
+/// assert_eq!(footprint::current_thread_id(), None); // not a green thread
 /// ```
 pub fn current_thread_id() -> Option<u64> {
     let t = current_task_ptr();

@@ -66,7 +66,7 @@ pub(crate) fn timed_lock_park() {
 /// does not shuffle.
 ///
 /// ```
-/// use footprint_runtime::{park, Runtime, ShuffleConfig};
+/// use footprint::runtime::{park, Runtime, ShuffleConfig};
 /// let rt = Runtime::builder().workers(1).shuffling(ShuffleConfig::new()).build().unwrap();
 /// rt.block_on(|| park::record_lock_wait(1_000)); // a thread of this runtime waited 1 µs
 /// park::record_lock_wait(1_000); // outside a green thread: nothing happens

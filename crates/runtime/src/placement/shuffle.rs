@@ -40,7 +40,7 @@ pub(crate) const NO_HOME: usize = usize::MAX;
 /// use the measured one.
 ///
 /// ```
-/// use footprint_runtime::{LockTimeSource, ShuffleConfig};
+/// use footprint::runtime::{LockTimeSource, ShuffleConfig};
 /// let every_thread_waits_40_percent: LockTimeSource = std::sync::Arc::new(|_id| Some(0.4));
 /// let cfg = ShuffleConfig::new().lock_times(every_thread_waits_40_percent);
 /// # let _ = cfg;
@@ -50,7 +50,7 @@ pub type LockTimeSource = Arc<dyn Fn(u64) -> Option<f64> + Send + Sync>;
 /// How thread shuffling runs (003 ch. 4), for [`Builder::shuffling`](crate::Builder::shuffling).
 ///
 /// ```
-/// use footprint_runtime::{Runtime, ShuffleConfig};
+/// use footprint::runtime::{Runtime, ShuffleConfig};
 /// use std::time::Duration;
 /// let cfg = ShuffleConfig::new(); // 003: 10 samples of 200 ms, 5 % threshold
 /// assert_eq!(cfg.interval(), Duration::from_secs(2));

@@ -81,9 +81,9 @@ impl PlacementCounters {
 /// What the placement rules did so far (see [`Runtime::placement_stats`](crate::Runtime::placement_stats)).
 ///
 /// ```
-/// let rt = footprint_runtime::Runtime::builder().workers(2).build().unwrap();
+/// let rt = footprint::Runtime::builder().workers(2).build().unwrap();
 /// let h = rt.block_on(|| {
-///     footprint_runtime::GreenBuilder::new().fragment(7, 64 << 10).spawn(|| 1).unwrap()
+///     footprint::GreenBuilder::new().fragment(7, 64 << 10).spawn(|| 1).unwrap()
 /// });
 /// assert_eq!(h.join().unwrap(), 1);
 /// let s = rt.placement_stats();
