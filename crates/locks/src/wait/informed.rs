@@ -298,8 +298,13 @@ fn spin_phase(
         if !iter.is_multiple_of(CHECK_EVERY) {
             continue;
         }
-        if hook.higher_class_ready(w.class) && hook.yield_to_higher(w.class) {
-            continue;
+        // A yield to a higher class (the holder, mostly) does not restart the budget: a holder
+        // that takes the lock again before it yields back (`MutexGuard::bump`, or any loop that
+        // unlocks and locks on a green thread) would otherwise meet a waiter that never parks,
+        // and so never gets a fair unlock's hand-over, for ever (parking_lot's condvar requeue
+        // test hung that way on one worker and on two).
+        if hook.higher_class_ready(w.class) && hook.yield_to_higher(w.class) && ready() {
+            return false;
         }
         if spent < budget {
             continue;
