@@ -8,8 +8,9 @@
 //! Each round picks a runtime shape (1–5 workers, sometimes a fresh runtime, built and dropped)
 //! and a random operation — join trees, scopes with borrows, every lock algorithm, every barrier,
 //! a condvar queue, detached spawns, dropped handles, panics, `GreenLocal`, `block_in_place`,
-//! `sleep` — and checks its exact invariant (counts, sums, leader counts, panics reaching the
-//! joiner). At the end the OS-thread count and the resident memory must be back at the baseline
+//! `sleep`, channel messages with panicking destructors — and checks its exact invariant
+//! (counts, sums, leader counts, panics reaching the joiner, each message dropped once or
+//! leaked). At the end the OS-thread count and the resident memory must be back at the baseline
 //! (the shared blocking pool's threads, kept 10 s idle, must all retire within 20 s).
 //! A failure prints the seed and the round and exits non-zero; a watchdog turns a round that
 //! makes no progress for 60 s into a failure with the runtime's `debug_state()`.
@@ -72,6 +73,7 @@ const OPS: &[(&str, Op)] = &[
     ("green_local", op_green_local),
     ("block_in_place", op_block_in_place),
     ("sleep", op_sleep),
+    ("panicking_messages", op_panicking_messages),
     // Add channels / RwLock / OnceLock here when they are on main.
 ];
 
@@ -325,6 +327,123 @@ fn op_panics(rng: &mut Rng, rt: &Runtime) {
         errs
     });
     assert_eq!(errs, n.div_ceil(2), "panics reaching their joiners");
+}
+
+/// A channel message whose destructor panics when `panics` is set; it counts its drops in its
+/// own counter, so a message dropped twice (or never, though not leaked by a panicking drain)
+/// shows. (One counter per message, not a shared table: a leaked message keeps only its own
+/// counter alive.)
+struct Probe {
+    id: usize,
+    panics: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let before = self.drops.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(before, 0, "soak: message {} dropped twice", self.id);
+        if self.panics {
+            panic!("soak: intended panic dropping message {}", self.id);
+        }
+    }
+}
+
+/// Drops `value`, returning whether its destructor panicked.
+fn drop_caught<T>(value: T) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(move || drop(value))).is_err()
+}
+
+/// Producers send messages, a quarter of them with panicking destructors, over a random kind
+/// of channel (rendezvous, bounded, unbounded); consumers take a random share, drop each (a
+/// panic caught), then drop their receivers (the last one's drain may panic). Every message is
+/// dropped exactly once — by a consumer, by its producer after a failed send, by the drain — or
+/// leaked by a drain that panicked, and then only messages that were in the buffer.
+fn op_panicking_messages(rng: &mut Rng, rt: &Runtime) {
+    let cap = match rng.range(0, 3) {
+        0 => Some(0),
+        1 => Some(rng.range(1, 9) as usize),
+        _ => None,
+    };
+    let producers = rng.range(1, 5) as usize;
+    let consumers = rng.range(1, 4) as usize;
+    // Few messages: a drain that panics leaks the rest of the buffer (by design), and the soak
+    // checks its resident memory at the end.
+    let per = rng.range(1, 40) as usize;
+    let n = producers * per;
+    let quota = rng.range(0, n as u64 + 1) as usize;
+    let panics: Vec<bool> = (0..n).map(|_| rng.range(0, 3) == 0).collect();
+    set_detail(format!(
+        "cap {cap:?}, {producers} producers x {per}, {consumers} consumers, quota {quota}"
+    ));
+    let drops: Arc<Vec<Arc<AtomicUsize>>> = Arc::new((0..n).map(|_| Arc::default()).collect());
+    let d = drops.clone();
+    let (received, returned, drain_panicked) = rt.block_on(move || {
+        let (tx, rx) = match cap {
+            Some(c) => footprint::channel::bounded(c),
+            None => footprint::channel::unbounded(),
+        };
+        let taken = Arc::new(AtomicUsize::new(0));
+        let cs: Vec<_> = (0..consumers)
+            .map(|_| {
+                let (rx, taken) = (rx.clone(), taken.clone());
+                footprint::spawn(move || {
+                    let mut got = 0;
+                    while taken.fetch_add(1, Ordering::SeqCst) < quota {
+                        match rx.recv() {
+                            Ok(m) => {
+                                got += 1;
+                                drop_caught(m);
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    (got, drop_caught(rx))
+                })
+            })
+            .collect();
+        drop(rx);
+        let ps: Vec<_> = (0..producers)
+            .map(|p| {
+                let (tx, d, panics) = (tx.clone(), d.clone(), panics.clone());
+                footprint::spawn(move || {
+                    let mut back = 0;
+                    for id in p * per..(p + 1) * per {
+                        let m = Probe {
+                            id,
+                            panics: panics[id],
+                            drops: d[id].clone(),
+                        };
+                        if let Err(e) = tx.send(m) {
+                            back += 1;
+                            drop_caught(e.into_inner());
+                        }
+                    }
+                    back
+                })
+            })
+            .collect();
+        drop(tx);
+        let returned: usize = ps.into_iter().map(|h| h.join().unwrap()).sum();
+        let (mut received, mut drain_panicked) = (0, false);
+        for h in cs {
+            let (got, panicked) = h.join().unwrap();
+            received += got;
+            drain_panicked |= panicked;
+        }
+        (received, returned, drain_panicked)
+    });
+    let counts: Vec<usize> = drops.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+    assert!(counts.iter().all(|&c| c <= 1), "a message dropped twice");
+    let leaked = counts.iter().filter(|&&c| c == 0).count();
+    assert!(received + returned <= n, "more messages than were sent");
+    assert!(
+        leaked == 0 || drain_panicked,
+        "{leaked} messages never dropped, with no panicking drain"
+    );
+    if let Some(c) = cap {
+        assert!(leaked <= c, "{leaked} leaked, more than the buffer's {c}");
+    }
 }
 
 static LOCAL: GreenLocal<std::cell::Cell<u64>> = GreenLocal::new(|| std::cell::Cell::new(0));

@@ -149,3 +149,69 @@ spinner_lets_a_yielded_holder_run!(spin_ttas_waiter_yields_on_green_threads, Spi
 spinner_lets_a_yielded_holder_run!(spin_ticket_waiter_yields_on_green_threads, SpinTicketMutex);
 spinner_lets_a_yielded_holder_run!(spin_mcs_waiter_yields_on_green_threads, SpinMcsMutex);
 spinner_lets_a_yielded_holder_run!(spin_array_waiter_yields_on_green_threads, SpinArrayMutex);
+
+/// parking_lot's `test_condvar_requeue`, as a user ports it: the waiter takes the mutex and
+/// waits; the notifier holds the mutex and, until `notify_one` reports the waiter, bumps the
+/// guard (a fair unlock and a lock) and yields. On green threads it hung: the waiter, spinning
+/// behind the holder, yielded to it (a higher class) again and again without ever parking, so
+/// the fair unlock found nobody to hand the lock to; and once it did park, the bumping thread's
+/// own `lock` took the hand-over back before the woken waiter ran.
+fn condvar_requeue(spawn: impl Fn(Box<dyn FnOnce() + Send>) -> Box<dyn FnOnce() + Send>) {
+    use footprint::sync::MutexGuard;
+    let state = Arc::new((
+        footprint::sync::Mutex::new(()),
+        footprint::sync::Condvar::new(),
+    ));
+    let s = state.clone();
+    let join = spawn(Box::new(move || {
+        let (m, cv) = &*s;
+        let mut g = m.lock();
+        cv.wait(&mut g);
+    }));
+    let (m, cv) = &*state;
+    let mut g = m.lock();
+    while !cv.notify_one() {
+        // The waiter gets into `wait` through the fair hand-over.
+        MutexGuard::bump(&mut g);
+        footprint::yield_now();
+    }
+    drop(g);
+    join();
+}
+
+fn condvar_requeue_on_green_threads(workers: usize) {
+    let what = format!("condvar requeue on {workers} worker(s)");
+    with_watchdog(60, &what, move || {
+        let rt = runtime(workers);
+        rt.block_on(|| {
+            for _ in 0..200 {
+                condvar_requeue(|f| {
+                    let h = footprint::spawn(f);
+                    Box::new(move || h.join().unwrap())
+                });
+            }
+        });
+    });
+}
+
+#[test]
+fn condvar_requeue_on_one_worker() {
+    condvar_requeue_on_green_threads(1);
+}
+
+#[test]
+fn condvar_requeue_on_two_workers() {
+    condvar_requeue_on_green_threads(2);
+}
+
+#[test]
+fn condvar_requeue_on_os_threads() {
+    with_watchdog(60, "condvar requeue on OS threads", || {
+        for _ in 0..200 {
+            condvar_requeue(|f| {
+                let h = std::thread::spawn(f);
+                Box::new(move || h.join().unwrap())
+            });
+        }
+    });
+}

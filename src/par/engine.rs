@@ -11,15 +11,34 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// What a participant does with the items it takes.
-pub(crate) trait Sink {
+pub(crate) trait Sink: Sized {
     /// Runs items `items` (each item of the loop reaches exactly one `consume`, once).
     fn consume(&mut self, items: Range<usize>);
+
+    /// Drops what the participant gathered, after a panic stopped the loop: without letting a
+    /// destructor's panic out (the loop's first panic is the one that reaches the caller, and
+    /// a second one during its unwind would abort). A sink holding several values drops each
+    /// on its own, so that one panicking destructor does not stop the others.
+    fn discard(self) {
+        drop_quietly(self);
+    }
+}
+
+/// Drops `value`, swallowing a panic of its destructor (and of that panic's payload's, which
+/// is leaked then): for values dropped on the way to re-raising another panic.
+pub(crate) fn drop_quietly<T>(value: T) {
+    if let Err(p) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        if let Err(inner) = panic::catch_unwind(AssertUnwindSafe(move || drop(p))) {
+            std::mem::forget(inner);
+        }
+    }
 }
 
 /// Runs a loop over `items` items dealt by `schedule` on the current runtime (the global one
 /// outside): every participant starts from `new_sink()`, feeds it its takes and hands it to
 /// `finish`. Returns after every participant has finished; re-raises the first panic of any of
-/// them (no new takes start once one has panicked).
+/// them (no new takes start once one has panicked). A participant that panicked drops its sink
+/// with [`Sink::discard`].
 #[track_caller]
 pub(crate) fn drive<S, N, F>(items: usize, schedule: &Schedule, new_sink: N, finish: F)
 where
@@ -27,32 +46,60 @@ where
     N: Fn() -> S + Sync,
     F: Fn(S) + Sync,
 {
+    if let Err(p) = drive_catching(items, schedule, new_sink, finish) {
+        panic::resume_unwind(p);
+    }
+}
+
+/// [`drive`], returning the first panic's payload instead of re-raising it: for a caller that
+/// holds what the participants finished with and must drop it before the panic goes on.
+#[track_caller]
+pub(crate) fn drive_catching<S, N, F>(
+    items: usize,
+    schedule: &Schedule,
+    new_sink: N,
+    finish: F,
+) -> Result<(), Box<dyn Any + Send>>
+where
+    S: Sink,
+    N: Fn() -> S + Sync,
+    F: Fn(S) + Sync,
+{
     schedule.check();
     if items == 0 {
-        return;
+        return Ok(());
     }
     let workers = footprint_runtime::current_num_threads();
     let deal = Deal::new(items, schedule, workers);
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
     let participate = || {
+        // Outside the unwinding closure, so that a panic in `consume` leaves the sink here to be
+        // discarded (dropped during the unwind, a panicking destructor in it would abort).
+        let mut sink = None;
         let r = panic::catch_unwind(AssertUnwindSafe(|| {
-            let mut sink = new_sink();
+            let s = sink.insert(new_sink());
             let mut worker = None;
             while !stop.load(Ordering::Relaxed) {
                 let Some(claim) = deal.next(&mut worker) else {
                     break;
                 };
-                sink.consume(claim.items);
+                s.consume(claim.items);
             }
-            finish(sink);
+            finish(sink.take().expect("the sink is there until finished"));
         }));
         if let Err(p) = r {
             stop.store(true, Ordering::Relaxed);
-            failure
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert(p);
+            if let Some(s) = sink.take() {
+                s.discard();
+            }
+            let mut first = failure.lock().unwrap_or_else(|e| e.into_inner());
+            if first.is_none() {
+                *first = Some(p);
+            } else {
+                drop(first);
+                drop_quietly(p);
+            }
         }
     };
     let participants = deal.participants(workers);
@@ -64,9 +111,10 @@ where
         footprint_runtime::join(|| fan_out(participants, &participate), || ());
     }
     if let Some(p) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        panic::resume_unwind(p);
+        return Err(p);
     }
     deal.finish();
+    Ok(())
 }
 
 /// Runs `participant` `n` times, potentially in parallel: inline, with the rest offered to idle

@@ -1,7 +1,7 @@
 //! Folding a loop's items into one value, in item order, whatever order the participants took
 //! them in (so `collect` keeps order and `reduce` needs only associativity).
 
-use super::engine::{drive, Sink};
+use super::engine::{drive_catching, drop_quietly, Sink};
 use super::schedule::Schedule;
 use std::ops::Range;
 use std::sync::Mutex;
@@ -29,6 +29,12 @@ where
             _ => self.runs.push((items, part)),
         }
     }
+
+    fn discard(self) {
+        for (_, a) in self.runs {
+            drop_quietly(a);
+        }
+    }
 }
 
 /// Folds items `0..items` with `schedule`: `fold(r)` folds one take `r`, `combine(a, b)` joins
@@ -46,7 +52,7 @@ where
     C: Fn(A, A) -> A + Sync,
 {
     let parts: Mutex<Vec<(Range<usize>, A)>> = Mutex::new(Vec::new());
-    drive(
+    let outcome = drive_catching(
         items,
         schedule,
         || Runs {
@@ -62,6 +68,14 @@ where
         },
     );
     let mut parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Err(p) = outcome {
+        // The finished participants' results, each dropped on its own before the panic goes
+        // on (see `Sink::discard`).
+        for (_, a) in parts {
+            drop_quietly(a);
+        }
+        std::panic::resume_unwind(p);
+    }
     parts.sort_unstable_by_key(|(r, _)| r.start);
     parts.into_iter().map(|(_, a)| a).reduce(combine)
 }

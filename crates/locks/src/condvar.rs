@@ -140,6 +140,26 @@ impl Condvar {
         WaitTimeoutResult(!self.wait_guard(guard, Instant::now().checked_add(timeout)))
     }
 
+    /// Like [`wait`](Self::wait), giving up after `timeout` (parking_lot's name for
+    /// [`wait_timeout`](Self::wait_timeout)).
+    ///
+    /// ```
+    /// use footprint_locks::{Condvar, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// let (m, cv) = (Mutex::new(()), Condvar::new());
+    /// let mut g = m.lock();
+    /// assert!(cv.wait_for(&mut g, Duration::from_millis(1)).timed_out());
+    /// ```
+    #[cfg(not(loom))]
+    pub fn wait_for<R: lock_api::RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut lock_api::MutexGuard<'_, R, T>,
+        timeout: Duration,
+    ) -> WaitTimeoutResult {
+        self.wait_timeout(guard, timeout)
+    }
+
     /// Like [`wait`](Self::wait), giving up at `deadline` (parking_lot's name).
     ///
     /// ```

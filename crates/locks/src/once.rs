@@ -131,6 +131,24 @@ impl Once {
         }
     }
 
+    /// Waits until an initialiser has completed, ignoring poison: after a panicked
+    /// initialiser it goes on waiting for a [`call_once_force`](Self::call_once_force) to
+    /// complete the `Once` (std's `Once::wait_force`).
+    ///
+    /// ```
+    /// use footprint_locks::Once;
+    /// let once = Once::new();
+    /// let _ = std::panic::catch_unwind(|| once.call_once(|| panic!("first try")));
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| once.call_once_force(|state| assert!(state.is_poisoned())));
+    ///     once.wait_force(); // returns once the forced run completed it
+    /// });
+    /// assert!(once.is_completed());
+    /// ```
+    pub fn wait_force(&self) {
+        self.park_until_state(|s| s == COMPLETE);
+    }
+
     fn park_while_running(&self) {
         self.park_until_state(|s| s != RUNNING);
     }
@@ -257,6 +275,23 @@ impl<T> OnceLock<T> {
         self.get().expect("initialised")
     }
 
+    /// The value, if initialised, mutably (no waiting: `&mut self` excludes every other caller).
+    ///
+    /// ```
+    /// let mut cell = footprint_locks::OnceLock::new();
+    /// assert!(cell.get_mut().is_none());
+    /// cell.set(1).unwrap();
+    /// *cell.get_mut().unwrap() += 1;
+    /// assert_eq!(cell.get(), Some(&2));
+    /// ```
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        if !self.once.is_completed() {
+            return None;
+        }
+        // SAFETY: completed means written, and `&mut self` excludes every reader.
+        Some(unsafe { self.value.get_mut().assume_init_mut() })
+    }
+
     /// Stores `value` if the cell is empty; gives it back otherwise.
     pub fn set(&self, value: T) -> Result<(), T> {
         let mut value = Some(value);
@@ -295,6 +330,42 @@ impl<T> Drop for OnceLock<T> {
         }
     }
 }
+
+/// A cell holding a clone of the value, if there is one (an empty cell clones as empty).
+///
+/// ```
+/// let a = footprint_locks::OnceLock::from(String::from("x"));
+/// let b = a.clone();
+/// assert_eq!(a, b);
+/// assert_eq!(footprint_locks::OnceLock::<u8>::new().clone().get(), None);
+/// ```
+impl<T: Clone> Clone for OnceLock<T> {
+    fn clone(&self) -> OnceLock<T> {
+        let cell = OnceLock::new();
+        if let Some(v) = self.get() {
+            let _ = cell.set(v.clone());
+        }
+        cell
+    }
+}
+
+/// An initialised cell.
+impl<T> From<T> for OnceLock<T> {
+    fn from(value: T) -> OnceLock<T> {
+        let cell = OnceLock::new();
+        let _ = cell.set(value);
+        cell
+    }
+}
+
+/// Equal when both are empty or both hold equal values.
+impl<T: PartialEq> PartialEq for OnceLock<T> {
+    fn eq(&self, other: &OnceLock<T>) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<T: Eq> Eq for OnceLock<T> {}
 
 impl<T: std::fmt::Debug> std::fmt::Debug for OnceLock<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -349,6 +420,50 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
             Some(f) => f(),
             None => panic!("LazyLock instance has previously been poisoned"),
         })
+    }
+}
+
+impl<T, F: FnOnce() -> T> LazyLock<T, F> {
+    /// Forces the initialisation and returns the value mutably (no waiting: `&mut` excludes
+    /// every other caller).
+    ///
+    /// # Panics
+    /// If the initialiser panicked now or before.
+    ///
+    /// ```
+    /// use footprint_locks::LazyLock;
+    /// let mut lazy = LazyLock::new(|| 20);
+    /// *LazyLock::force_mut(&mut lazy) += 1;
+    /// assert_eq!(*lazy, 21);
+    /// ```
+    pub fn force_mut(this: &mut LazyLock<T, F>) -> &mut T {
+        LazyLock::force(this);
+        this.cell.get_mut().expect("forced")
+    }
+
+    /// The value mutably, if it has been initialised (without initialising it).
+    ///
+    /// ```
+    /// use footprint_locks::LazyLock;
+    /// let mut lazy = LazyLock::new(|| 1);
+    /// assert!(LazyLock::get_mut(&mut lazy).is_none());
+    /// LazyLock::force(&lazy);
+    /// assert_eq!(LazyLock::get_mut(&mut lazy), Some(&mut 1));
+    /// ```
+    pub fn get_mut(this: &mut LazyLock<T, F>) -> Option<&mut T> {
+        this.cell.get_mut()
+    }
+}
+
+/// A value initialised on first access with `T::default()`.
+///
+/// ```
+/// let lazy: footprint_locks::LazyLock<Vec<u8>> = Default::default();
+/// assert!(lazy.is_empty());
+/// ```
+impl<T: Default> Default for LazyLock<T> {
+    fn default() -> LazyLock<T> {
+        LazyLock::new(T::default)
     }
 }
 

@@ -813,3 +813,117 @@ fn ttas_hooked_park_barge_fair() {
     ttas_park_barge_on::<Informed>(hooked, true);
     uninstall_hook();
 }
+
+/// parking_lot's condvar requeue test as a model: the waiter takes the lock, says so, and waits
+/// on the condition variable until a flag is set; the main thread holds the lock and, for two
+/// rounds or until `notify_one` reports the waiter, hands the lock over fairly and takes it
+/// back at once (`MutexGuard::bump`); then sets the flag, releases and notifies. The hand-over
+/// is the parked waiter's alone: whenever the fair unlock handed the lock over, the main thread's
+/// own `lock` right after it must wait for the waiter's hold, which reaches the wait (it took
+/// the hand-over back before, and on green threads the waiter never reached its wait). Loom
+/// reports a deadlock if the waiter is never woken.
+fn condvar_requeue<W: WaitPolicy>(on_thread: fn()) {
+    model(move || {
+        on_thread();
+        let lock = Arc::new(RawTtasLock::<W>::new());
+        let cv = Arc::new(Condvar::new());
+        // 0: not yet holding the lock, 1: in the wait (set under the lock), 2: flag set.
+        let state = Arc::new(AtomicUsize::new(0));
+        let (l2, c2, s2) = (lock.clone(), cv.clone(), state.clone());
+        let waiter = thread::spawn(move || {
+            on_thread();
+            let mut t = l2.lock();
+            if s2.load(Ordering::Relaxed) == 0 {
+                s2.store(1, Ordering::Relaxed);
+            }
+            while s2.load(Ordering::Relaxed) != 2 {
+                // SAFETY: held through `t`.
+                t = unsafe { c2.wait_raw(&*l2, t) };
+            }
+            // SAFETY: held through `t`.
+            unsafe { l2.unlock(t) };
+        });
+        let mut t = lock.lock();
+        for _ in 0..2 {
+            if cv.notify_one() {
+                break;
+            }
+            // SAFETY: held through `t`.
+            let handed = unsafe { lock.unlock_fair_handed(t) };
+            t = lock.lock();
+            assert!(
+                !handed || state.load(Ordering::Relaxed) == 1,
+                "the thread handed the lock held it (and reached its wait) before the bump's lock"
+            );
+            thread::yield_now();
+        }
+        state.store(2, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        cv.notify_one();
+        waiter.join().unwrap();
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn condvar_requeue_block() {
+    condvar_requeue::<ImmediateBlock>(|| {});
+}
+#[test]
+fn condvar_requeue_informed() {
+    condvar_requeue::<Informed>(|| {});
+}
+#[test]
+fn condvar_requeue_hooked() {
+    condvar_requeue::<Informed>(hooked);
+    uninstall_hook();
+}
+
+/// A fair hand-over is not taken by a later arrival: the main thread holds the lock while a
+/// second thread parks on it, then hands it over (`unlock_fair`) and at once asks for it again.
+/// Whenever the fair unlock handed the lock to the parked thread, the main thread's second hold
+/// comes after that thread's: the value it reads then is 1.
+fn ttas_bump<W: WaitPolicy>(on_thread: fn()) {
+    model(move || {
+        on_thread();
+        let lock = Arc::new(RawTtasLock::<W>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let t = lock.lock();
+        let (l, v) = (lock.clone(), value.clone());
+        let h = thread::spawn(move || {
+            on_thread();
+            increment_under(&*l, &v)
+        });
+        // Lets the other thread reach the lock and park.
+        thread::yield_now();
+        thread::yield_now();
+        // SAFETY: held through `t`.
+        let handed = unsafe { lock.unlock_fair_handed(t) };
+        let t = lock.lock();
+        let seen = value.load(Ordering::Relaxed);
+        if handed {
+            assert_eq!(seen, 1, "the thread parked at the fair unlock went first");
+        }
+        value.store(seen + 10, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        h.join().unwrap();
+        assert_eq!(value.load(Ordering::Relaxed), 11);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn ttas_block_bump() {
+    ttas_bump::<ImmediateBlock>(|| {});
+}
+#[test]
+fn ttas_informed_bump() {
+    ttas_bump::<Informed>(|| {});
+}
+#[test]
+fn ttas_hooked_bump() {
+    ttas_bump::<Informed>(hooked);
+    uninstall_hook();
+}

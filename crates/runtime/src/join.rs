@@ -2,7 +2,7 @@
 
 use crate::job::StackJobRef;
 use crate::runtime;
-use crate::task::{Latch, ScopeCount, ScopeShared, Task, Waiter};
+use crate::task::{drop_payload, Latch, ScopeCount, ScopeShared, Task, Waiter};
 use crate::{context, handle, job, parking, registry, spawn};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -99,10 +99,30 @@ where
     // SAFETY: as above; the control block outlives the green thread's frames.
     unsafe { (*owner).nested.set((*owner).nested.get() - 1) };
     match (ra, rb) {
-        (Err(p), _) => panic::resume_unwind(p),
-        (Ok(_), Some(Err(p))) => panic::resume_unwind(p),
         (Ok(a), Some(Ok(b))) => (a, b),
+        // The other half's result or payload is dropped before the panic goes on, where a
+        // panic of its destructor is swallowed: dropped during the unwind, it would abort.
+        (Err(p), other) => {
+            match other {
+                Some(Ok(b)) => drop_quietly(b),
+                Some(Err(q)) => drop_payload(q),
+                None => {}
+            }
+            panic::resume_unwind(p)
+        }
+        (Ok(a), Some(Err(p))) => {
+            drop_quietly(a);
+            panic::resume_unwind(p)
+        }
         (Ok(_), None) => unreachable!("b result missing"),
+    }
+}
+
+/// Drops `value` without letting a panic of its destructor out (its payload is dropped the
+/// same way): for values dropped on the way to re-raising another panic.
+pub(crate) fn drop_quietly<T>(value: T) {
+    if let Err(p) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        drop_payload(p);
     }
 }
 
@@ -159,21 +179,26 @@ where
     while !s.data.pending.is_zero() {
         parking::park_current();
     }
-    if let Err(p) = r {
-        panic::resume_unwind(p);
-    }
     let late = s
         .data
         .panic
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    if let Some(p) = late {
-        panic::resume_unwind(p);
-    }
-    match r {
-        Ok(v) => v,
-        Err(_) => unreachable!(),
+    // The closure's panic first, then a scoped thread's; whatever is not re-raised is dropped
+    // first, a panic of its destructor swallowed (dropped during the unwind, it would abort).
+    match (r, late) {
+        (Ok(v), None) => v,
+        (Err(p), late) => {
+            if let Some(q) = late {
+                drop_payload(q);
+            }
+            panic::resume_unwind(p)
+        }
+        (Ok(v), Some(p)) => {
+            drop_quietly(v);
+            panic::resume_unwind(p)
+        }
     }
 }
 

@@ -225,11 +225,16 @@ pub(crate) struct ScopeShared {
 }
 
 impl ScopeShared {
+    /// Keeps the first scoped thread's panic for `scope` to re-raise; a later one's payload is
+    /// dropped (outside the lock, a panic of its destructor swallowed: it runs on a worker).
     pub(crate) fn record_panic(&self, payload: Box<dyn Any + Send>) {
         let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
             *slot = Some(payload);
+            return;
         }
+        drop(slot);
+        drop_payload(payload);
     }
 
     pub(crate) fn task_done(self: Arc<ScopeShared>) {

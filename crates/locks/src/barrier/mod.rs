@@ -8,8 +8,8 @@
 //! `phase = ticket / n`, `index = ticket % n`. The ticket costs one atomic increment per arrival;
 //! all waiting is on per-index flags as the algorithms prescribe.
 //!
-//! **Wrong use.** `n = 0` is a [`BarrierError`] from `try_new` (and a panic from `new`, with the
-//! same message). A thread that arrives while the previous phase has not released its threads
+//! **Wrong use.** `n = 0` is a [`BarrierError`] from `try_new`; `new(0)` builds a barrier for
+//! one thread, as `std::sync::Barrier::new(0)` does. A thread that arrives while the previous phase has not released its threads
 //! yet is an (n+1)-th arrival of that phase: it panics with a message saying so, and the barrier
 //! is poisoned so that the other waiters panic too instead of hanging. An extra thread that
 //! arrives after a phase ended counts for the next phase, as with `std::sync::Barrier`.
@@ -33,12 +33,11 @@ use std::sync::atomic::AtomicU64 as StdAtomicU64;
 macro_rules! barrier_common {
     ($ty:ident) => {
         impl<W: WaitPolicy> $ty<W> {
-            /// A barrier for `n` threads per phase.
-            ///
-            /// # Panics
-            /// When `n` is 0 (use [`try_new`](Self::try_new) for a typed error).
+            /// A barrier for `n` threads per phase. `n = 0` behaves as 1, as with
+            /// `std::sync::Barrier` (every `wait` returns at once, as the leader);
+            /// [`try_new`](Self::try_new) reports 0 as an error instead.
             pub fn new(n: usize) -> Self {
-                Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
+                Self::try_new(n.max(1)).unwrap_or_else(|e| panic!("{e}"))
             }
 
             /// Participants per phase.

@@ -277,7 +277,9 @@ impl<T> Chan<T> {
     }
 
     /// The last receiver is gone: parked senders get their messages back, and the buffered
-    /// messages are dropped (outside the lock: their `Drop` may use this channel).
+    /// messages are dropped (outside the lock: their `Drop` may use this channel), in order,
+    /// each at most once: if one's destructor panics, the panic propagates and the messages
+    /// after it are leaked (see [`drop_in_order`]).
     pub(crate) fn disconnect_receivers(&self) {
         let mut st = self.state.lock();
         st.no_receivers = true;
@@ -285,7 +287,28 @@ impl<T> Chan<T> {
         let buffered = std::mem::take(&mut st.buf);
         drop(st);
         wake_all(wake);
-        drop(buffered);
+        drop_in_order(buffered);
+    }
+}
+
+/// Drops the messages of `buf` front to back, each at most once. If a destructor panics, the
+/// messages after it are leaked (forgotten, their buffer freed) and the panic goes on: dropping
+/// them while it unwinds would abort the process if one panicked too (crossbeam-channel leaks
+/// them the same way). `VecDeque`'s own drop goes on dropping the other elements during the
+/// unwind, and a second panicking message aborted the process.
+pub(crate) fn drop_in_order<T>(mut buf: VecDeque<T>) {
+    /// Forgets what is left of the buffer if a destructor unwinds past it.
+    struct LeakRest<'a, T>(&'a mut VecDeque<T>);
+    impl<T> Drop for LeakRest<'_, T> {
+        fn drop(&mut self) {
+            while let Some(m) = self.0.pop_front() {
+                std::mem::forget(m);
+            }
+        }
+    }
+    let rest = LeakRest(&mut buf);
+    while let Some(m) = rest.0.pop_front() {
+        drop(m);
     }
 }
 
@@ -299,8 +322,13 @@ fn complete_all<T>(list: &mut Waiters<T>) -> Vec<Unparker> {
 
 impl<T> Drop for Chan<T> {
     fn drop(&mut self) {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         debug_assert!(st.receivers.is_empty() && st.senders.is_empty());
+        // Empty unless the drain of the last receiver panicked part-way (then it leaked the
+        // rest); dropped the same panic-safe way in any case.
+        let buffered = std::mem::take(&mut st.buf);
+        drop(st);
+        drop_in_order(buffered);
     }
 }
 

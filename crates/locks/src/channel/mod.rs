@@ -13,6 +13,25 @@
 //! order they were sent (per sender, and in buffer order overall); a waiting receiver is handed a
 //! message directly, so it never competes again after its wake-up.
 //!
+//! The buffered messages are dropped in order when the last receiver goes. If a message's
+//! destructor panics, the panic comes out of that `Receiver`'s drop and the messages after it
+//! are leaked, never dropped twice (crossbeam-channel's rule):
+//!
+//! ```
+//! struct Loud;
+//! impl Drop for Loud {
+//!     fn drop(&mut self) {
+//!         panic!("first drop");
+//!     }
+//! }
+//! let (tx, rx) = footprint_locks::channel::bounded(2);
+//! tx.send(Loud).unwrap_or_else(|_| unreachable!());
+//! tx.send(Loud).unwrap_or_else(|_| unreachable!());
+//! drop(tx);
+//! let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(rx)));
+//! assert_eq!(*r.unwrap_err().downcast::<&str>().unwrap(), "first drop");
+//! ```
+//!
 //! A waiting thread publishes the `Waiter` priority class, like a lock waiter. There is no
 //! `select` over several channels yet.
 //!

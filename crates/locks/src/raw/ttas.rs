@@ -243,21 +243,24 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
-    /// Whether the lock looks free, or handed over by a fair unlock.
+    /// Whether the lock looks free, or handed over by a fair unlock to a waiter that a notifier
+    /// `popped` (see [`took_over`](Self::took_over)).
     #[inline]
-    fn may_take(&self) -> bool {
+    fn may_take(&self, popped: bool) -> bool {
         let s = self.state.load(Ordering::Relaxed);
-        s & LOCKED == 0 || s & HANDOFF != 0
+        s & LOCKED == 0 || popped && s & HANDOFF != 0
     }
 
     /// A linked waiter's last look before it parks: sets `PARKED` if the lock is held (and not
-    /// handed over) and returns whether to park. Coherence on the word is all it needs (see the
-    /// protocol): every waker that clears `PARKED` does so under the queue guard, which this
-    /// thread held to link itself before this read-modify-write.
-    fn park_marked(&self) -> bool {
+    /// handed over to it: `popped`, see [`took_over`](Self::took_over)) and returns whether to
+    /// park. A thread that no notifier popped parks behind a hand-over like behind any hold: the
+    /// thread that takes the lock over releases it later and sees `PARKED`. Coherence on the
+    /// word is all it needs (see the protocol): every waker that clears `PARKED` does so under
+    /// the queue guard, which this thread held to link itself before this read-modify-write.
+    fn park_marked(&self, popped: bool) -> bool {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
-            if s & LOCKED == 0 || s & HANDOFF != 0 {
+            if s & LOCKED == 0 || popped && s & HANDOFF != 0 {
                 return false;
             }
             if s & PARKED != 0 {
@@ -281,6 +284,13 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     /// Takes over a lock handed over by a fair unlock (it stayed locked: clear the mark only).
+    ///
+    /// Only a waiter that a notifier popped during its acquisition calls this: the thread the
+    /// fair unlock woke, or one an earlier release woke, both waiting since before the hand-over.
+    /// A thread that arrives afterwards must not: the fair unlock's own thread calling `lock`
+    /// again at once (`MutexGuard::bump`, parking_lot's condvar requeue test) took every
+    /// hand-over back before the woken waiter ran, and on a green thread's worker that waiter
+    /// never got the lock.
     #[inline]
     fn took_over(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
@@ -302,31 +312,36 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// loom build leaves out).
     #[cfg_attr(loom, allow(dead_code))]
     pub(super) fn lock_until(&self, deadline: std::time::Instant) -> Option<HeldToken> {
-        if self.took_over() || self.try_acquire() {
+        if self.try_acquire() {
             return Some(self.held_fast());
         }
         let scope = ClassScope::enter_for_scheduler::<W>();
         self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
-        let mut free = true;
+        let hook = current_hook();
+        let mut popped = false;
         loop {
-            if !free {
-                scope.restore();
-                return None;
-            }
-            // `park_marked` as the condition: it sets `PARKED` whenever it finds the lock held,
-            // also outside the park's last look (a spare slow release at worst).
-            free = crate::timed::park_until(
-                &self.meta.queue,
+            // `park_marked` as the condition: it sets `PARKED` whenever it finds the lock held.
+            let parked = self.meta.queue.park_timed(
+                hook,
                 0,
-                &mut || !self.park_marked(),
+                &mut || self.park_marked(popped),
                 Some(deadline),
             );
-            // A release may have woken this thread (and set `WAKING`): clear the mark as
-            // `lock_slow`'s woken waiters do, or every later release would wake nobody.
-            self.clear_waking();
-            if self.took_over() || self.try_acquire() {
+            if parked == Some(true) {
+                // A release may have woken this thread (and set `WAKING`): clear the mark as
+                // `lock_slow`'s woken waiters do, or every later release would wake nobody.
+                popped = true;
+                self.clear_waking();
+            }
+            // Also after a timeout, one last try: a hand-over to this thread must be taken (the
+            // queue reports a pop that raced the deadline as a pop).
+            if popped && self.took_over() || self.try_acquire() {
                 return Some(self.held(scope));
+            }
+            if parked.is_none() || std::time::Instant::now() >= deadline {
+                scope.restore();
+                return None;
             }
         }
     }
@@ -338,34 +353,51 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// waiter that a release popped (and marked `WAKING` for) just as it timed out.
     #[cfg(loom)]
     pub fn lock_or_leave(&self) -> Option<HeldToken> {
-        if self.took_over() || self.try_acquire() {
+        if self.try_acquire() {
             return Some(self.held_fast());
         }
         let scope = ClassScope::enter_for_scheduler::<W>();
         self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
         let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
-        self.meta.queue.park_once(
-            crate::hook::current_hook(),
-            0,
-            &mut || self.park_marked(),
-            Some(far),
-        );
+        // A timeout that raced a pop counts as the pop (`park_timed` reports it so).
+        let popped = self
+            .meta
+            .queue
+            .park_timed(
+                crate::hook::current_hook(),
+                0,
+                &mut || self.park_marked(false),
+                Some(far),
+            )
+            .unwrap_or(false);
         self.clear_waking();
-        if self.took_over() || self.try_acquire() {
+        if popped && self.took_over() || self.try_acquire() {
             return Some(self.held(scope));
         }
         scope.restore();
         None
     }
 
-    /// Hands the lock to a parked waiter without unlocking it, if one is parked
-    /// (`lock_api::RawMutexFair`): `LOCKED` stays set and `HANDOFF` marks it as the next
-    /// owner's; otherwise an ordinary unlock.
+    /// [`RawLock::unlock_fair`], returning whether it handed the lock to a parked waiter (the
+    /// model build's view of the hand-over, for the loom models).
     ///
     /// # Safety
     /// As for `RawLock::unlock`.
-    pub(super) unsafe fn unlock_fair_token(&self, token: HeldToken) {
+    #[cfg(loom)]
+    pub unsafe fn unlock_fair_handed(&self, token: HeldToken) -> bool {
+        // SAFETY: per the contract.
+        unsafe { self.unlock_fair_token(token) }
+    }
+
+    /// Hands the lock to a parked waiter without unlocking it, if one is parked
+    /// (`lock_api::RawMutexFair`): `LOCKED` stays set and `HANDOFF` marks it as the popped
+    /// waiter's (see [`took_over`](Self::took_over)); otherwise an ordinary unlock. Returns
+    /// whether it handed the lock over.
+    ///
+    /// # Safety
+    /// As for `RawLock::unlock`.
+    pub(super) unsafe fn unlock_fair_token(&self, token: HeldToken) -> bool {
         if W::MODE != WaitMode::Spin && self.state.load(Ordering::Relaxed) & PARKED != 0 {
             token.releasing(&self.meta);
             let handed = self.meta.queue.notify_one_deciding(
@@ -382,10 +414,11 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 self.release();
             }
             token.released();
-            return;
+            return handed;
         }
         // SAFETY: per the contract.
-        unsafe { self.unlock(token) }
+        unsafe { self.unlock(token) };
+        false
     }
 
     #[cold]
@@ -437,6 +470,8 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
         let mut waited = 0;
+        // Whether a notifier popped this thread: only then may it take a hand-over.
+        let popped = std::cell::Cell::new(false);
         loop {
             let w = WaitFor {
                 queue: &self.meta.queue,
@@ -448,11 +483,14 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             };
             waited += wait_until_woken::<W>(
                 &w,
-                &mut || self.may_take(),
-                &mut || self.park_marked(),
-                &|| self.clear_waking(),
+                &mut || self.may_take(popped.get()),
+                &mut || self.park_marked(popped.get()),
+                &|| {
+                    popped.set(true);
+                    self.clear_waking();
+                },
             );
-            if self.took_over() || self.try_acquire() {
+            if popped.get() && self.took_over() || self.try_acquire() {
                 break;
             }
         }
@@ -516,6 +554,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         let half_switch = hook.switch_cost_ns() / 2;
         let mut waited = 0;
         let mut parked_seen = seen & PARKED != 0;
+        let mut popped = false;
         loop {
             if !parked_seen
                 && self.meta.history.mean_ns() <= half_switch
@@ -546,12 +585,13 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             if self
                 .meta
                 .queue
-                .park_notified(hook, 0, &mut || self.park_marked())
+                .park_notified(hook, 0, &mut || self.park_marked(popped))
             {
+                popped = true;
                 self.clear_waking();
             }
             waited += stats::now_ns().saturating_sub(start);
-            if self.took_over() || self.try_acquire() {
+            if popped && self.took_over() || self.try_acquire() {
                 self.meta.times.holder_add_wait(waited);
                 return self.held(ClassScope::unpublished());
             }
@@ -713,7 +753,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawTtasLock<W> {
 
     unsafe fn unlock_fair(&self, token: HeldToken) {
         // SAFETY: per the contract.
-        unsafe { self.unlock_fair_token(token) }
+        unsafe { self.unlock_fair_token(token) };
     }
 
     fn is_locked(&self) -> bool {

@@ -252,6 +252,10 @@ fn informed_wait(
     }
 }
 
+/// Yields to a higher-class thread an informed spin makes before they stop keeping it from its
+/// budget check (as many as the yield phase's rounds, after parking_lot's `SpinWait`).
+const FREE_YIELDS_TO_HIGHER: u32 = YIELD_ROUNDS;
+
 /// Backoff cap of the informed spin (pause instructions per look at the condition): 16, about
 /// 0.5 µs where a pause takes 33 ns, so that a waiter notices a release within that.
 const SPIN_BACKOFF_SHIFT: u32 = 4;
@@ -278,6 +282,7 @@ fn spin_phase(
     let mut shift = 0u32;
     let mut iter = 0u32;
     let mut spent = 0u64;
+    let mut yields = 0u32;
     loop {
         if ready() {
             return false;
@@ -298,8 +303,20 @@ fn spin_phase(
         if !iter.is_multiple_of(CHECK_EVERY) {
             continue;
         }
+        // Yields to a higher class (the holder, mostly) skip the budget check only
+        // `FREE_YIELDS_TO_HIGHER` times: a holder that takes the lock again before it yields back
+        // (`MutexGuard::bump`, or any loop that unlocks and locks on a green thread) would
+        // otherwise meet a waiter that never parks, and so never gets a fair unlock's
+        // hand-over, for ever (parking_lot's condvar requeue test hung that way on one worker
+        // and on two).
         if hook.higher_class_ready(w.class) && hook.yield_to_higher(w.class) {
-            continue;
+            if ready() {
+                return false;
+            }
+            yields += 1;
+            if yields <= FREE_YIELDS_TO_HIGHER {
+                continue;
+            }
         }
         if spent < budget {
             continue;

@@ -191,6 +191,23 @@ impl WaitQueue {
         self.park(hook, key, blocked, deadline) != Parked::TimedOut
     }
 
+    /// Like [`park_once`](Self::park_once), telling a pop from a look that found `blocked()`
+    /// already false: `Some(true)` when a notifier popped this thread (also when the deadline
+    /// passed as it did), `Some(false)` when it did not park, `None` when the deadline passed.
+    pub(crate) fn park_timed(
+        &self,
+        hook: &dyn SchedulerHook,
+        key: usize,
+        blocked: &mut dyn FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> Option<bool> {
+        match self.park(hook, key, blocked, deadline) {
+            Parked::Notified => Some(true),
+            Parked::NotBlocked => Some(false),
+            Parked::TimedOut => None,
+        }
+    }
+
     /// Like [`park_once`](Self::park_once) without a deadline; returns whether a notifier
     /// popped this thread (`false`: `blocked()` was already false after linking). A lock whose
     /// notifiers mark a wake-up as "in flight" needs to know.
