@@ -106,6 +106,8 @@ mod worker;
 
 // adaptive (issue 12)
 pub use adaptive::{progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats};
+// Thread Tranquilizer (003 ch. 3): `Builder::tranquilizer`.
+pub use adaptive::tranquilizer;
 pub use blocking::{block_in_place, spawn_blocking};
 pub use counters::{Counters, SourceFactory};
 pub use error::Error;

@@ -49,6 +49,8 @@ pub struct Builder {
     topology: Option<Topology>,
     // adaptive (issue 12): `adaptive_workers(min..=max)`, set in `adaptive/mod.rs`.
     pub(crate) adaptive: Option<std::ops::RangeInclusive<usize>>,
+    // Thread Tranquilizer: set in `adaptive/tranquilizer/mod.rs`.
+    pub(crate) tranquilizer: Option<crate::tranquilizer::TranquilizerConfig>,
 }
 
 impl Default for Builder {
@@ -67,6 +69,7 @@ impl Default for Builder {
             shuffling: None,
             topology: None,
             adaptive: None,
+            tranquilizer: None,
         }
     }
 }
@@ -237,6 +240,10 @@ impl Builder {
         if let Some(r) = &self.adaptive {
             crate::adaptive::state::check_range(r, cpus.len())?;
         }
+        if let Some(t) = &self.tranquilizer {
+            t.check()
+                .map_err(|reason| Error::InvalidConfig { reason })?;
+        }
         let n = match &self.adaptive {
             Some(r) => *r.end(),
             None => self.workers.unwrap_or(cpus.len()),
@@ -307,6 +314,10 @@ impl Builder {
                 .adaptive
                 .as_ref()
                 .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
+            tranquilizer: self
+                .tranquilizer
+                .clone()
+                .map(crate::tranquilizer::daemon::TranquilizerState::new),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -339,6 +350,11 @@ impl Builder {
                     first_err.get_or_insert(e);
                 }
                 Err(_) => break,
+            }
+        }
+        if first_err.is_none() && shared.tranquilizer.is_some() {
+            if let Err(e) = crate::tranquilizer::daemon::start(&shared) {
+                first_err = Some(Error::Spawn(e));
             }
         }
         if first_err.is_none() && shared.adaptive.is_some() {
@@ -419,6 +435,9 @@ fn worker_main(
     // adaptive (issue 12): the controller samples the workers' kernel threads.
     if let Some(a) = &shared.adaptive {
         a.threads.register_current();
+    }
+    if let Some(t) = &shared.tranquilizer {
+        t.threads.register_current();
     }
     let _ = ready.send(pinned);
     drop(ready);

@@ -218,6 +218,9 @@ pub struct RuntimeStats {
     /// The adaptive controller's state and last decisions (`None` unless built with
     /// [`Builder::adaptive_workers`](crate::Builder::adaptive_workers)).
     pub adaptive: Option<crate::AdaptiveStats>,
+    /// Thread Tranquilizer's decisions (`None` unless built with
+    /// [`Builder::tranquilizer`](crate::Builder::tranquilizer)).
+    pub tranquilizer: Option<crate::tranquilizer::TranquilizerStats>,
 }
 
 impl RuntimeStats {
@@ -246,6 +249,10 @@ impl RuntimeStats {
             .adaptive
             .as_ref()
             .map(crate::adaptive::state::AdaptiveState::stats);
+        s.tranquilizer = sh
+            .tranquilizer
+            .as_ref()
+            .map(crate::tranquilizer::daemon::TranquilizerState::stats);
         s
     }
 }
@@ -307,6 +314,9 @@ impl fmt::Display for RuntimeStats {
         }
         if let Some(a) = &self.adaptive {
             write!(f, "  {a}")?;
+        }
+        if let Some(t) = &self.tranquilizer {
+            write!(f, "  {t}")?;
         }
         Ok(())
     }
