@@ -83,6 +83,7 @@ mod introspect;
 mod job;
 mod join;
 mod local;
+pub mod node;
 mod overflow;
 mod parking;
 mod placement;

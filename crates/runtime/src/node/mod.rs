@@ -1,0 +1,22 @@
+//! ADAPT (003 ch. 6): co-scheduling several footprint programs on one node.
+//!
+//! - `model.rs`: PAAP (Eq. 6.1) and PACC (Eq. 6.3) as pure functions with the paper's linear
+//!   coefficients, and the [`Model`] trait for a fitted one;
+//! - `fit.rs`: [`fit`] (least squares from recorded co-runs) and [`smape`] (Eq. 6.2);
+//! - `allocator.rs`: the Cores Allocator (all cores vs processor sets, phase changes with the
+//!   γ threshold), tested on the paper's FA + SM and apsi + fma3d examples.
+
+mod allocator;
+#[cfg(test)]
+mod allocator_tests;
+mod fit;
+mod model;
+
+pub use allocator::{
+    allocate, best_of, cpu_bound_uncontended, predict, splits, AllocReason, Allocation,
+    AllocatorConfig, CoresAllocator, CoresConfig,
+};
+pub use fit::{fit, smape, FitError, FitReport, PaapSample, PaccSample};
+pub use model::{
+    cores_to_threads, paap, pacc, reduced_cores_to_threads, LinearModel, Model, ProgramProfile,
+};
