@@ -164,8 +164,9 @@ fn least_squares<const K: usize>(rows: &[([f64; K], f64)]) -> Option<[f64; K]> {
         for r in 0..K {
             if r != col {
                 let k = a[r][col] / a[col][col];
-                for c in col..K {
-                    a[r][c] -= k * a[col][c];
+                let pivot_row = a[col];
+                for (v, p) in a[r].iter_mut().zip(pivot_row).skip(col) {
+                    *v -= k * p;
                 }
                 b[r] -= k * b[col];
             }
