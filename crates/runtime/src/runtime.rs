@@ -51,6 +51,8 @@ pub struct Builder {
     pub(crate) adaptive: Option<std::ops::RangeInclusive<usize>>,
     // Thread Tranquilizer: set in `adaptive/tranquilizer/mod.rs`.
     pub(crate) tranquilizer: Option<crate::tranquilizer::TranquilizerConfig>,
+    // ADAPT: set in `node/mod.rs`.
+    pub(crate) co_schedule: Option<crate::node::NodeConfig>,
 }
 
 impl Default for Builder {
@@ -70,6 +72,7 @@ impl Default for Builder {
             topology: None,
             adaptive: None,
             tranquilizer: None,
+            co_schedule: None,
         }
     }
 }
@@ -249,6 +252,13 @@ impl Builder {
             None => self.workers.unwrap_or(cpus.len()),
         };
         let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
+        let node = match self.co_schedule.clone() {
+            Some(c) => Some(
+                crate::node::NodeState::new(c, n)
+                    .map_err(|reason| Error::InvalidConfig { reason })?,
+            ),
+            None => None,
+        };
         let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
 
@@ -318,6 +328,7 @@ impl Builder {
                 .tranquilizer
                 .clone()
                 .map(crate::tranquilizer::daemon::TranquilizerState::new),
+            node,
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -355,6 +366,11 @@ impl Builder {
         if first_err.is_none() && shared.tranquilizer.is_some() {
             if let Err(e) = crate::tranquilizer::daemon::start(&shared) {
                 first_err = Some(Error::Spawn(e));
+            }
+        }
+        if first_err.is_none() && shared.node.is_some() {
+            if let Err(reason) = crate::node::start_member(&shared) {
+                first_err = Some(Error::InvalidConfig { reason });
             }
         }
         if first_err.is_none() && shared.adaptive.is_some() {
@@ -438,6 +454,9 @@ fn worker_main(
     }
     if let Some(t) = &shared.tranquilizer {
         t.threads.register_current();
+    }
+    if let Some(n) = &shared.node {
+        n.register_worker(index);
     }
     let _ = ready.send(pinned);
     drop(ready);

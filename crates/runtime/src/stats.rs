@@ -221,6 +221,9 @@ pub struct RuntimeStats {
     /// Thread Tranquilizer's decisions (`None` unless built with
     /// [`Builder::tranquilizer`](crate::Builder::tranquilizer)).
     pub tranquilizer: Option<crate::tranquilizer::TranquilizerStats>,
+    /// ADAPT co-scheduling: this runtime's share and decisions (`None` unless built with
+    /// [`Builder::co_schedule`](crate::Builder::co_schedule)).
+    pub node: Option<crate::node::NodeStats>,
 }
 
 impl RuntimeStats {
@@ -253,6 +256,7 @@ impl RuntimeStats {
             .tranquilizer
             .as_ref()
             .map(crate::tranquilizer::daemon::TranquilizerState::stats);
+        s.node = sh.node.as_ref().map(crate::node::NodeState::stats);
         s
     }
 }
@@ -317,6 +321,9 @@ impl fmt::Display for RuntimeStats {
         }
         if let Some(t) = &self.tranquilizer {
             write!(f, "  {t}")?;
+        }
+        if let Some(n) = &self.node {
+            write!(f, "  {n}")?;
         }
         Ok(())
     }
