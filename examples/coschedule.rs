@@ -75,7 +75,11 @@ fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Runs `copies` children at once; returns their summed throughput and their output.
-fn run(copies: usize, secs: u64, table: Option<&str>) -> Result<(f64, String), Box<dyn std::error::Error>> {
+fn run(
+    copies: usize,
+    secs: u64,
+    table: Option<&str>,
+) -> Result<(f64, String), Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
     let kids: Vec<_> = (0..copies)
         .map(|i| {
@@ -96,7 +100,10 @@ fn run(copies: usize, secs: u64, table: Option<&str>) -> Result<(f64, String), B
                 total += v.parse::<f64>()?;
             }
         }
-        text.push_str(&format!("-- copy {i} ({}):\n{s}", if i % 2 == 0 { "lock" } else { "busy" }));
+        text.push_str(&format!(
+            "-- copy {i} ({}):\n{s}",
+            if i % 2 == 0 { "lock" } else { "busy" }
+        ));
     }
     Ok((total, text))
 }
@@ -108,7 +115,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let copies: usize = args.first().map_or(Ok(2), |s| s.parse())?;
     let secs: u64 = args.get(1).map_or(Ok(8), |s| s.parse())?;
-    println!("{copies} copies, {secs} s each, on {} CPUs", footprint::affinity::allowed_cpus()?.len());
+    println!(
+        "{copies} copies, {secs} s each, on {} CPUs",
+        footprint::affinity::allowed_cpus()?.len()
+    );
 
     let (default_rate, _) = run(copies, secs, None)?;
     println!("all-cores default: {default_rate:.0} units/s (summed)");
@@ -117,7 +127,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_file(&table);
     let (adapt_rate, text) = run(copies, secs, table.to_str())?;
     let _ = std::fs::remove_file(&table);
-    println!("co-scheduled (ADAPT): {adapt_rate:.0} units/s (summed), {:+.1} % vs default", (adapt_rate / default_rate - 1.0) * 100.0);
+    println!(
+        "co-scheduled (ADAPT): {adapt_rate:.0} units/s (summed), {:+.1} % vs default",
+        (adapt_rate / default_rate - 1.0) * 100.0
+    );
     println!("what each copy was given (the allocator's decisions are printed by the copy that made them):");
     print!("{text}");
     Ok(())

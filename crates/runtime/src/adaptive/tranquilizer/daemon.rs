@@ -396,6 +396,55 @@ mod tests {
     }
 
     #[test]
+    fn a_real_time_class_is_applied_where_permitted_and_refused_with_a_reason_elsewhere() {
+        let rr = SchedClass::RoundRobin { priority: 1 };
+        let rt = Runtime::builder()
+            .workers(1)
+            .pin(false)
+            .tranquilizer(
+                TranquilizerConfig::new()
+                    .sampling(Duration::from_millis(5), 2)
+                    .pass(Duration::from_millis(30))
+                    .fixed_class(rr),
+            )
+            .build()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let stats = loop {
+            rt.block_on(|| {
+                for _ in 0..100 {
+                    crate::yield_now();
+                }
+            });
+            let t = rt.stats().tranquilizer.unwrap();
+            if t.passes >= 2 {
+                break t;
+            }
+            assert!(Instant::now() < deadline, "no 2 passes in 30 s: {t}");
+        };
+        for d in &stats.decisions {
+            match d.refusal {
+                None => assert!(matches!(d.kept.class, SchedClass::Other) || d.kept.class == rr),
+                Some((lever, why)) => {
+                    // A machine without CAP_SYS_NICE: the refusal says which lever and why.
+                    assert_eq!(lever, super::super::Lever::Class(rr));
+                    assert_eq!(why, super::super::Refusal::NotPermitted, "{d}");
+                    assert_eq!(d.reason, TranquilReason::LeverRefused);
+                    assert!(d.to_string().contains("CAP_SYS_NICE"));
+                }
+            }
+        }
+        assert_eq!(
+            stats.refusals,
+            stats
+                .decisions
+                .iter()
+                .filter(|d| d.refusal.is_some())
+                .count() as u64
+        );
+    }
+
+    #[test]
     fn an_impossible_config_is_a_typed_build_error() {
         let e = Runtime::builder()
             .workers(1)
