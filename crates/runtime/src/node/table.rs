@@ -503,6 +503,52 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_members_never_see_each_others_half_writes() {
+        const THREADS: usize = 8;
+        const ROUNDS: usize = 200;
+        let p = temp("stress");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = p.clone();
+        std::thread::spawn(move || {
+            let joins = std::sync::atomic::AtomicUsize::new(0);
+            std::thread::scope(|s| {
+                for t in 0..THREADS {
+                    let (path, joins) = (&path, &joins);
+                    s.spawn(move || {
+                        // Its own open file: flock excludes between open files, even in one
+                        // process, as between processes.
+                        let table = NodeTable::open(path).unwrap();
+                        for r in 0..ROUNDS {
+                            let mut g = table.lock().unwrap();
+                            let i = g.join(t + 1).unwrap();
+                            joins.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let mine = super::super::ProgramProfile {
+                                usr: (t * 1000 + r) as f64,
+                                threads: t + 1,
+                                ..Default::default()
+                            };
+                            g.publish(i, &mine);
+                            g.assign(i, Some(&[t, THREADS + r]));
+                            let m = g.member(i).unwrap();
+                            assert_eq!((m.profile, m.workers), (mine, t + 1));
+                            assert_eq!(m.assigned, Some(Some(vec![t, THREADS + r])));
+                            assert!(g.members().len() <= THREADS);
+                            g.leave(i);
+                        }
+                    });
+                }
+            });
+            let _ = tx.send(joins.into_inner());
+        });
+        let joins = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the stress test made no progress in 120 s (a lock never released?)");
+        assert_eq!(joins, THREADS * ROUNDS);
+        assert!(NodeTable::open(&p).unwrap().members().unwrap().is_empty());
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
     fn a_file_of_another_layout_is_refused_with_what_to_do() {
         let p = temp("layout");
         std::fs::write(&p, b"not a table").unwrap();

@@ -445,6 +445,54 @@ mod tests {
     }
 
     #[test]
+    fn the_memory_lever_reaches_every_worker_and_the_stacks_or_says_why_not() {
+        use super::super::levers::{thread_policy_mode, Nodes};
+        use super::super::{MemPolicy, Setting};
+        let rt = Runtime::builder()
+            .workers(2)
+            .pin(false)
+            .tranquilizer(TranquilizerConfig::new())
+            .build()
+            .unwrap();
+        // Stacks exist (a slab is mapped) before the lever moves.
+        rt.block_on(|| crate::spawn(|| 1).join().unwrap());
+        let weak = std::sync::Arc::downgrade(&rt.shared);
+        let nodes = Nodes::allowed();
+        let from = Setting {
+            memory: None,
+            class: SchedClass::Other,
+        };
+        let to = Setting {
+            memory: Some(MemPolicy::Interleave),
+            class: SchedClass::Other,
+        };
+        let applied = super::apply(&weak, &nodes, from, to).ok().unwrap();
+        match applied {
+            Ok(()) => {
+                let modes = rt.broadcast(|_| thread_policy_mode());
+                assert_eq!(modes, vec![Ok(3), Ok(3)], "MPOL_INTERLEAVE on both workers");
+                let back = super::apply(
+                    &weak,
+                    &nodes,
+                    to,
+                    Setting {
+                        memory: Some(MemPolicy::Local),
+                        class: SchedClass::Other,
+                    },
+                );
+                assert_eq!(back.ok().unwrap(), Ok(()));
+                let modes = rt.broadcast(|_| thread_policy_mode());
+                assert_eq!(modes, vec![Ok(0), Ok(0)], "MPOL_DEFAULT again");
+            }
+            // A kernel without NUMA support says so; nothing panics.
+            Err((lever, why)) => {
+                assert_eq!(lever, super::super::Lever::Memory(MemPolicy::Interleave));
+                assert_eq!(why, super::super::Refusal::NotSupported);
+            }
+        }
+    }
+
+    #[test]
     fn an_impossible_config_is_a_typed_build_error() {
         let e = Runtime::builder()
             .workers(1)

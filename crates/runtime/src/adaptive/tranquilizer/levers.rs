@@ -223,6 +223,28 @@ pub(crate) fn bind_range(
     }
 }
 
+/// The calling thread's memory policy mode (`MPOL_DEFAULT` 0, `MPOL_INTERLEAVE` 3, ...).
+#[cfg(test)]
+pub(crate) fn thread_policy_mode() -> Result<i32, Refusal> {
+    let mut mode: libc::c_int = -1;
+    // SAFETY: a valid out-pointer; no mask asked for (null, 0).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut libc::c_int,
+            std::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            std::ptr::null_mut::<libc::c_void>(),
+            0 as libc::c_ulong,
+        )
+    };
+    if r == 0 {
+        Ok(mode)
+    } else {
+        Err(Refusal::last())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
