@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// "FPNODE" and two zero bytes: the table's magic number.
 const MAGIC: u64 = u64::from_le_bytes(*b"FPNODE\0\0");
-/// The layout version: bumped whenever [`Header`] or [`Slot`] change.
+/// The layout version: bumped whenever the header or slot layout changes.
 pub const LAYOUT_VERSION: u32 = 1;
 /// Members a table holds.
 pub const MAX_MEMBERS: usize = 64;
