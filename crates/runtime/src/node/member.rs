@@ -131,6 +131,9 @@ pub struct NodeStats {
     pub assigned: Option<Option<Vec<usize>>>,
     /// Active workers we set from the share.
     pub active: usize,
+    /// The Policy Allocator's advice for us (003 §6.2.2) under our share: computed and
+    /// reported, not applied (the tranquilizer owns the levers).
+    pub policy: Option<super::ProgramPolicy>,
     /// The decisions we made as the allocator (the last 16).
     pub decisions: Vec<NodeDecision>,
     /// Intervals done.
@@ -159,6 +162,14 @@ impl std::fmt::Display for NodeStats {
         )?;
         for d in &self.decisions {
             writeln!(f, "    {d}")?;
+        }
+        if let Some(p) = &self.policy {
+            let class = if p.fixed_class { "fixed" } else { "default" };
+            writeln!(
+                f,
+                "    policy advice: memory {}, {class} class (not applied)",
+                p.memory
+            )?;
         }
         if let Some(e) = &self.last_error {
             writeln!(f, "    last error: {e}")?;
@@ -378,8 +389,20 @@ fn run(weak: Weak<Shared>, slot: usize) {
                 });
             }
         }
-        let members = g.members().len();
+        let all = g.members();
+        let members = all.len();
         let mine = g.member(slot).and_then(|m| m.assigned);
+        let policy = mine.as_ref().and_then(|share| {
+            let config = match share {
+                None => CoresConfig::AllCores,
+                Some(_) => CoresConfig::Sets(Vec::new()),
+            };
+            let profiles: Vec<ProgramProfile> = all.iter().map(|m| m.profile).collect();
+            let at = all.iter().position(|m| m.slot == slot)?;
+            super::policies(&profiles, &config, &n.config.allocator)
+                .get(at)
+                .copied()
+        });
         drop(g);
         if mine != applied {
             if let Some(share) = &mine {
@@ -394,6 +417,7 @@ fn run(weak: Weak<Shared>, slot: usize) {
         st.allocator = is_allocator;
         st.assigned = mine;
         st.active = shared.active_limit();
+        st.policy = policy;
         st.intervals += 1;
     }
 }

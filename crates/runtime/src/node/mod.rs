@@ -5,6 +5,8 @@
 //! - `fit.rs`: [`fit`] (least squares from recorded co-runs) and [`smape`] (Eq. 6.2);
 //! - `allocator.rs`: the Cores Allocator (all cores vs processor sets, phase changes with the
 //!   γ threshold), tested on the paper's FA + SM and apsi + fma3d examples;
+//! - `policy.rs`: the Policy Allocator's rule ([`policies`]; computed and reported in
+//!   [`NodeStats::policy`], not applied: run [`Builder::tranquilizer`] for the levers);
 //! - `table.rs`: the node-wide table in `/dev/shm` ([`NodeTable`]): versioned layout, a
 //!   lock the kernel releases when its holder dies, dead members swept;
 //! - `member.rs`: [`Builder::co_schedule`]'s daemon (publish, allocate, apply).
@@ -15,6 +17,7 @@ mod allocator_tests;
 mod fit;
 mod member;
 mod model;
+mod policy;
 mod table;
 
 pub use allocator::{
@@ -27,6 +30,7 @@ pub use member::{NodeConfig, NodeDecision, NodeStats};
 pub use model::{
     cores_to_threads, paap, pacc, reduced_cores_to_threads, LinearModel, Model, ProgramProfile,
 };
+pub use policy::{policies, ProgramPolicy};
 pub use table::{
     table_path, MemberView, NodeTable, TableError, TableGuard, LAYOUT_VERSION, MAX_MEMBERS,
 };
