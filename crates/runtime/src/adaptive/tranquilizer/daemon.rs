@@ -2,7 +2,7 @@
 //! setting in force, asks [`plan`] what to try, applies it, measures again, applies what
 //! [`judge`] keeps and logs the decision. Also the runtime-side state (`TranquilizerState`).
 
-use super::config::TranquilizerConfig;
+use super::config::{MemPolicy, TranquilizerConfig};
 use super::levers::{self, Lever, Nodes, Refusal};
 use super::pass::{judge, plan, PassProfile, Setting, Spread, TranquilReason};
 use super::stats::{Log, TranquilizerDecision, TranquilizerStats};
@@ -149,8 +149,14 @@ fn one_pass(
     };
     match apply(weak, nodes, *current, p.second)? {
         Err(refused) => {
-            // Back to the setting in force (the part that was applied, if any).
-            let _ = apply(weak, nodes, p.second, *current)?;
+            // Back to the setting in force (the part that was applied, if any). A memory
+            // policy never set before goes back to local, the OS default.
+            let back = Setting {
+                memory: current.memory.or(p.second.memory.map(|_| MemPolicy::Local)),
+                class: current.class,
+            };
+            let _ = apply(weak, nodes, p.second, back)?;
+            decision.kept = back;
             decision.refusal = Some(refused);
         }
         Ok(()) => {
