@@ -4,8 +4,11 @@
 //! decided and the throughput (work units per second, summed over the copies) of both.
 //!
 //! ```text
-//! cargo run --release --example coschedule -- [copies (default 2)] [seconds per run (default 8)]
+//! cargo run --release --example coschedule -- [copies (default 2)] [seconds per run (default 8)] [mix (default lock,busy)]
 //! ```
+//!
+//! The mix is a comma-separated list of `lock` (a contended mutex) and `busy` (computation),
+//! given to the copies in turn.
 //!
 //! Each copy is this program re-run as a child process (`coschedule child <work> <secs>
 //! <table or ->`). Timings on a shared machine are indicative only.
@@ -32,8 +35,12 @@ fn work(rt: &Runtime, lock_bound: bool, secs: u64) -> u64 {
     while Instant::now() < until {
         rt.block_on(|| {
             footprint::scope(|s| {
-                for _ in 0..workers {
-                    s.spawn(|| {
+                for w in 0..workers {
+                    let (m, units) = (&m, &units);
+                    s.spawn(move || {
+                        // One thread per worker: a yield would otherwise hand the worker to
+                        // the next thread of the scope, which then finds the lock free.
+                        let _ = footprint::migrate_to(w);
                         for _ in 0..100 {
                             if lock_bound {
                                 let mut g = m.lock();
@@ -78,12 +85,13 @@ fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 fn run(
     copies: usize,
     secs: u64,
+    mix: &[String],
     table: Option<&str>,
 ) -> Result<(f64, String), Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
     let kids: Vec<_> = (0..copies)
         .map(|i| {
-            let work = if i % 2 == 0 { "lock" } else { "busy" };
+            let work = &mix[i % mix.len()];
             Command::new(&exe)
                 .args(["child", work, &secs.to_string(), table.unwrap_or("-")])
                 .stdout(Stdio::piped())
@@ -100,10 +108,7 @@ fn run(
                 total += v.parse::<f64>()?;
             }
         }
-        text.push_str(&format!(
-            "-- copy {i} ({}):\n{s}",
-            if i % 2 == 0 { "lock" } else { "busy" }
-        ));
+        text.push_str(&format!("-- copy {i} ({}):\n{s}", mix[i % mix.len()]));
     }
     Ok((total, text))
 }
@@ -115,17 +120,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let copies: usize = args.first().map_or(Ok(2), |s| s.parse())?;
     let secs: u64 = args.get(1).map_or(Ok(8), |s| s.parse())?;
+    let mix: Vec<String> = args
+        .get(2)
+        .map_or("lock,busy", String::as_str)
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    if mix.iter().any(|w| w != "lock" && w != "busy") {
+        return Err(format!("mix {mix:?}: use lock and busy, comma-separated").into());
+    }
     println!(
         "{copies} copies, {secs} s each, on {} CPUs",
         footprint::affinity::allowed_cpus()?.len()
     );
 
-    let (default_rate, _) = run(copies, secs, None)?;
+    let (default_rate, _) = run(copies, secs, &mix, None)?;
     println!("all-cores default: {default_rate:.0} units/s (summed)");
 
     let table = std::env::temp_dir().join(format!("footprint-coschedule-{}", std::process::id()));
     let _ = std::fs::remove_file(&table);
-    let (adapt_rate, text) = run(copies, secs, table.to_str())?;
+    let (adapt_rate, text) = run(copies, secs, &mix, table.to_str())?;
     let _ = std::fs::remove_file(&table);
     println!(
         "co-scheduled (ADAPT): {adapt_rate:.0} units/s (summed), {:+.1} % vs default",

@@ -40,8 +40,11 @@ fn node_child() {
     while Instant::now() < until {
         rt.block_on(|| {
             footprint_runtime::scope(|s| {
-                for _ in 0..2 {
-                    s.spawn(|| {
+                for w in 0..2 {
+                    let m = &m;
+                    s.spawn(move || {
+                        // One thread per worker, so that the lock-bound ones contend.
+                        footprint_runtime::migrate_to(w).unwrap();
                         for _ in 0..200 {
                             if lock_bound {
                                 let mut g = m.lock();
