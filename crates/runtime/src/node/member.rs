@@ -435,14 +435,20 @@ impl Model for SharedModel {
     }
 }
 
-/// The allocator's turn: decide on the members' published profiles and write every member's
-/// share (also when nothing changed but a member has none yet). Returns the decision made.
+/// The allocator's turn, once every member has published a profile: decide on the profiles
+/// and write every member's share (also when nothing changed but a member has none yet).
+/// Returns the decision made.
 fn allocate(
     g: &mut TableGuard<'_>,
     allocator: &mut CoresAllocator<SharedModel>,
     cpus: &[usize],
 ) -> Option<NodeDecision> {
     let members = g.members();
+    if members.iter().any(|m| m.heartbeat == 0) {
+        // A member that has not published yet would look idle and uncontended: wait for it
+        // (meanwhile it runs as the OS default has it, on all cores).
+        return None;
+    }
     let profiles: Vec<ProgramProfile> = members.iter().map(|m| m.profile).collect();
     let actual: Vec<f64> = profiles.iter().map(|p| p.usr).collect();
     let decided = allocator.observe(&profiles, cpus.len(), Some(&actual));
