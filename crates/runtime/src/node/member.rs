@@ -527,3 +527,58 @@ fn apply(shared: &Shared, n: &NodeState, share: Option<&[usize]>) -> Result<(), 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    fn affinity(tid: i32) -> Vec<usize> {
+        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-pointer of the size given.
+        let rc = unsafe {
+            libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+        };
+        assert_eq!(rc, 0);
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: c < CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+
+    #[test]
+    fn a_processor_set_share_limits_the_active_workers_and_re_pins_them_and_all_cores_undoes_it() {
+        let cpus = footprint_affinity::allowed_cpus().unwrap();
+        let path = std::env::temp_dir().join(format!("fp-node-apply-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let rt = Runtime::builder()
+            .workers(2)
+            .cpus(&[cpus[0], cpus[cpus.len() - 1]])
+            .co_schedule(NodeConfig::new("apply").path(&path))
+            .build()
+            .unwrap();
+        let n = rt.shared.node.as_ref().unwrap();
+        let tids = n.tids.lock().unwrap().clone();
+        assert!(
+            tids.iter().all(|&t| t != 0),
+            "both workers registered: {tids:?}"
+        );
+        let last = *cpus.last().unwrap();
+        apply(&rt.shared, n, Some(&[last])).unwrap();
+        assert_eq!(rt.active_workers(), 1);
+        assert_eq!(affinity(tids[0]), vec![last]);
+        assert_eq!(affinity(tids[1]), vec![last]);
+        // Work still runs (on the one active worker).
+        assert_eq!(rt.block_on(|| crate::spawn(|| 6 * 7).join().unwrap()), 42);
+        apply(&rt.shared, n, None).unwrap();
+        assert_eq!(rt.active_workers(), 2);
+        assert_eq!(affinity(tids[0]), vec![cpus[0]], "pinned where it started");
+        assert_eq!(affinity(tids[1]), vec![last]);
+        drop(rt);
+        // Dropping the runtime left the table.
+        let t = NodeTable::open(&path).unwrap();
+        assert!(t.members().unwrap().is_empty());
+        let _ = std::fs::remove_file(&path);
+    }
+}
