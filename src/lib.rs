@@ -82,6 +82,9 @@ pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, Placeme
 pub use footprint_runtime::{
     progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats,
 };
+// Thread Tranquilizer (003 ch. 3: `Builder::tranquilizer`) and ADAPT co-scheduling of
+// several programs on one node (003 ch. 6: `Builder::co_schedule`).
+pub use footprint_runtime::{node, tranquilizer};
 
 /// Locks, barriers and condition variables that work on green threads and on OS threads alike
 /// (re-exported from [`footprint_locks`]). Waiting is informed: a waiter hands its processor to

@@ -107,6 +107,12 @@ pub enum Error {
         /// The runtime's worker count.
         workers: usize,
     },
+    /// A configuration passed to the builder (`tranquilizer`, `co_schedule`) is inconsistent;
+    /// `reason` says which setting and what to pass instead.
+    InvalidConfig {
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -174,6 +180,7 @@ impl fmt::Display for Error {
                 f,
                 "mapping a green-thread stack failed ({e}): out of memory or of memory mappings; lower stack_size(..) or the number of live green threads, or build the runtime with guard_pages(false) (a guarded stack costs two of the process's vm.max_map_count mappings, an unguarded one none of its own)"
             ),
+            Error::InvalidConfig { reason } => write!(f, "{reason}"),
             Error::NoHardwareCounters { reason } => write!(
                 f,
                 "Counters::Hardware needs a cache-miss counter and this machine has none ({reason}); use Counters::Auto (hardware where present, else time only) or Counters::Time"

@@ -88,6 +88,7 @@ mod job;
 mod join;
 mod local;
 mod loops;
+pub mod node;
 mod overflow;
 mod parking;
 mod pin;
@@ -113,6 +114,8 @@ mod worker;
 
 // adaptive (issue 12)
 pub use adaptive::{progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats};
+// Thread Tranquilizer (003 ch. 3): `Builder::tranquilizer`.
+pub use adaptive::tranquilizer;
 pub use blocking::{block_in_place, spawn_blocking};
 pub use counters::{Counters, SourceFactory};
 pub use error::Error;

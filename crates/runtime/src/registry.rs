@@ -129,6 +129,10 @@ pub(crate) struct Shared {
     // the controller's state when `Builder::adaptive_workers` is on.
     pub(crate) active: CachePadded<AtomicUsize>,
     pub(crate) adaptive: Option<crate::adaptive::state::AdaptiveState>,
+    /// Thread Tranquilizer's daemon state (`Builder::tranquilizer`).
+    pub(crate) tranquilizer: Option<crate::tranquilizer::daemon::TranquilizerState>,
+    /// ADAPT's member state (`Builder::co_schedule`).
+    pub(crate) node: Option<crate::node::NodeState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the

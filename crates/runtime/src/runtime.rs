@@ -50,6 +50,10 @@ pub struct Builder {
     topology: Option<Topology>,
     // adaptive (issue 12): `adaptive_workers(min..=max)`, set in `adaptive/mod.rs`.
     pub(crate) adaptive: Option<std::ops::RangeInclusive<usize>>,
+    // Thread Tranquilizer: set in `adaptive/tranquilizer/mod.rs`.
+    pub(crate) tranquilizer: Option<crate::tranquilizer::TranquilizerConfig>,
+    // ADAPT: set in `node/mod.rs`.
+    pub(crate) co_schedule: Option<crate::node::NodeConfig>,
 }
 
 impl Default for Builder {
@@ -68,6 +72,8 @@ impl Default for Builder {
             shuffling: None,
             topology: None,
             adaptive: None,
+            tranquilizer: None,
+            co_schedule: None,
         }
     }
 }
@@ -280,6 +286,10 @@ impl Builder {
         } else {
             pin::cores_of(&cpus, pin::sysfs_siblings)
         };
+        if let Some(t) = &self.tranquilizer {
+            t.check()
+                .map_err(|reason| Error::InvalidConfig { reason })?;
+        }
         let n = match &self.adaptive {
             Some(r) => *r.end(),
             None => self
@@ -295,6 +305,13 @@ impl Builder {
             false => pin::worker_cpus(pin, &cores, n),
         };
         let pinned = pin != Pin::Off;
+        let node = match self.co_schedule.clone() {
+            Some(c) => Some(
+                crate::node::NodeState::new(c, n)
+                    .map_err(|reason| Error::InvalidConfig { reason })?,
+            ),
+            None => None,
+        };
         let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
 
@@ -361,6 +378,11 @@ impl Builder {
                 .adaptive
                 .as_ref()
                 .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
+            tranquilizer: self
+                .tranquilizer
+                .clone()
+                .map(crate::tranquilizer::daemon::TranquilizerState::new),
+            node,
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -393,6 +415,16 @@ impl Builder {
                     first_err.get_or_insert(e);
                 }
                 Err(_) => break,
+            }
+        }
+        if first_err.is_none() && shared.tranquilizer.is_some() {
+            if let Err(e) = crate::tranquilizer::daemon::start(&shared) {
+                first_err = Some(Error::Spawn(e));
+            }
+        }
+        if first_err.is_none() && shared.node.is_some() {
+            if let Err(reason) = crate::node::start_member(&shared) {
+                first_err = Some(Error::InvalidConfig { reason });
             }
         }
         if first_err.is_none() && shared.adaptive.is_some() {
@@ -503,6 +535,12 @@ fn worker_main(
     // adaptive (issue 12): the controller samples the workers' kernel threads.
     if let Some(a) = &shared.adaptive {
         a.threads.register_current();
+    }
+    if let Some(t) = &shared.tranquilizer {
+        t.threads.register_current();
+    }
+    if let Some(n) = &shared.node {
+        n.register_worker(index);
     }
     let _ = ready.send(pinned);
     drop(ready);

@@ -119,6 +119,12 @@ impl Drop for Runtime {
         if let Some(a) = &self.shared.adaptive {
             a.stop();
         }
+        if let Some(t) = &self.shared.tranquilizer {
+            t.stop();
+        }
+        if let Some(n) = &self.shared.node {
+            n.stop();
+        }
         self.shared.shutdown.store(true, Ordering::SeqCst);
         self.shared.notify_all();
         if context::current_shared() == Arc::as_ptr(&self.shared) {

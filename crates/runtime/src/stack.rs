@@ -195,6 +195,12 @@ impl Slabs {
         }
     }
 
+    /// The slabs mapped so far, as (base, length).
+    pub(crate) fn mapped(&self) -> Vec<(usize, usize)> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.mapped.clone()
+    }
+
     /// Carves a fresh stack (mapping a new slab when the current one is used up).
     pub(crate) fn carve(&self) -> io::Result<GreenStack> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());

@@ -253,6 +253,12 @@ pub struct RuntimeStats {
     pub adaptive: Option<crate::AdaptiveStats>,
     /// What `footprint::par` loops with an `Affinity` schedule did on this runtime.
     pub loops: LoopStats,
+    /// Thread Tranquilizer's decisions (`None` unless built with
+    /// [`Builder::tranquilizer`](crate::Builder::tranquilizer)).
+    pub tranquilizer: Option<crate::tranquilizer::TranquilizerStats>,
+    /// ADAPT co-scheduling: this runtime's share and decisions (`None` unless built with
+    /// [`Builder::co_schedule`](crate::Builder::co_schedule)).
+    pub node: Option<crate::node::NodeStats>,
 }
 
 impl RuntimeStats {
@@ -298,6 +304,8 @@ impl RuntimeStats {
                 .collect(),
             adaptive: self.adaptive.clone(),
             loops: self.loops.since(&earlier.loops),
+            tranquilizer: self.tranquilizer.clone(),
+            node: self.node.clone(),
         }
     }
 
@@ -327,6 +335,11 @@ impl RuntimeStats {
             .adaptive
             .as_ref()
             .map(crate::adaptive::state::AdaptiveState::stats);
+        s.tranquilizer = sh
+            .tranquilizer
+            .as_ref()
+            .map(crate::tranquilizer::daemon::TranquilizerState::stats);
+        s.node = sh.node.as_ref().map(crate::node::NodeState::stats);
         s
     }
 }
@@ -388,6 +401,12 @@ impl fmt::Display for RuntimeStats {
         }
         if let Some(a) = &self.adaptive {
             write!(f, "  {a}")?;
+        }
+        if let Some(t) = &self.tranquilizer {
+            write!(f, "  {t}")?;
+        }
+        if let Some(n) = &self.node {
+            write!(f, "  {n}")?;
         }
         Ok(())
     }

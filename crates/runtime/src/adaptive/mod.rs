@@ -28,6 +28,7 @@ pub(crate) mod stats;
 pub(crate) mod thread;
 mod thresholds;
 mod trace;
+pub mod tranquilizer;
 mod watch;
 
 pub use controller::Reason as AdaptiveReason;
