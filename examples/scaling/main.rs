@@ -122,6 +122,19 @@ impl Cell {
     }
 }
 
+/// The CPU model, from `/proc/cpuinfo` where there is one.
+fn machine() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "an unnamed CPU".into())
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -223,6 +236,11 @@ fn main() -> ExitCode {
         lost_wakeups.push((w, sleeps, expired, lost));
     }
     let table = output::Table {
+        command: std::iter::once("cargo run --release --example scaling --".to_string())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" "),
+        machine: machine(),
         mode: args.mode,
         runs: args.runs,
         cpus,

@@ -176,14 +176,14 @@ pub fn rows() -> Vec<Row> {
     rows.push(row(
         "mutex, 4 threads/worker",
         "std Mutex",
-        |e| mutex_fp(e),
-        |e| mutex_std(e),
+        mutex_fp,
+        mutex_std,
     ));
     rows.push(row(
         "mutex, 4 threads/worker",
         "parking_lot",
-        |e| mutex_fp(e),
-        |e| mutex_parking_lot(e),
+        mutex_fp,
+        mutex_parking_lot,
     ));
     for ranks in [1, 4] {
         rows.push(row(
@@ -196,8 +196,8 @@ pub fn rows() -> Vec<Row> {
     rows.push(row(
         "channel pipeline",
         "crossbeam",
-        |e| pipeline_fp(e),
-        |e| pipeline_crossbeam(e),
+        pipeline_fp,
+        pipeline_crossbeam,
     ));
     rows
 }
@@ -509,7 +509,7 @@ fn stencil_arrays(n: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 fn stencil_checksum(a: &[f64], b: &[f64], sweeps: usize) -> u64 {
-    let last = if sweeps % 2 == 0 { a } else { b };
+    let last = if sweeps.is_multiple_of(2) { a } else { b };
     last.iter().fold(0u64, |s, x| s.wrapping_add(x.to_bits()))
 }
 
