@@ -118,7 +118,8 @@ pub(crate) struct WorkerAccount {
     pub(crate) sleeps: AtomicU64,
     /// Sleeps that ran out (the safety net) instead of being woken.
     pub(crate) expired_sleeps: AtomicU64,
-    /// Of those, the ones after which the worker found work before it slept again.
+    /// Of those, the ones after which the worker's first look found work while no worker
+    /// searched.
     pub(crate) expired_with_work: AtomicU64,
     /// Ticks green threads ran here (with accounting on).
     pub(crate) busy_ticks: AtomicU64,

@@ -214,9 +214,6 @@ pub(crate) struct WorkerLocal {
     /// Whether this worker is counted among the searching workers (`sleep.rs`): from the start
     /// of its idle search, or from its waker's wake-up, until it finds work or sleeps.
     pub(crate) searching: Cell<bool>,
-    /// Its last sleep ran out (the safety net) and it has not slept since: work it finds now is
-    /// counted in `expired_with_work`.
-    pub(crate) after_expiry: Cell<bool>,
     /// Which of the two resume sites the next resumption uses (`worker.rs`, `run_task`): it
     /// alternates, so that two green threads taking turns on this worker are each resumed from
     /// a site of their own.
@@ -255,7 +252,6 @@ impl WorkerLocal {
             idle_round: Cell::new(0),
             idle_resume: Cell::new(0),
             searching: Cell::new(false),
-            after_expiry: Cell::new(false),
             resume_site: Cell::new(false),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),

@@ -16,9 +16,9 @@
 //! - after a push into the injector or an inbox spill: a SeqCst fence, then the same rule
 //!   (`notify_one`);
 //! - after putting a thread into a worker's inbox (an unpark): a SeqCst fence, then it wakes
-//!   that worker if it sleeps or rests (`notify_worker`); if it is awake, the thread waits for
-//!   it (its inbox is the first thing it looks at, before it can sleep) and, where the inbox
-//!   piles up, an idle worker is woken to share it.
+//!   that worker if it sleeps or rests (`notify_worker`); if it is awake, the same rule as
+//!   above (a sleeper is woken if nobody searches: the owner may be busy for long, and thieves
+//!   look at inboxes too).
 //!
 //! A woken worker is taken out of `sleeping` and counted as searching by its waker, so pushes
 //! that follow see a searcher and wake nobody more (Go's rule: one spinning thread while work
@@ -43,8 +43,8 @@
 //! Either way some worker that was to sleep for good does not, a contradiction. The argument
 //! needs no timeout and no promise that the publisher drains its own deque: a green thread that
 //! spins until its pushed `join` half has run (`tests/deaf_sleep.rs`) is served like any other.
-//! An inbox push to an awake worker is the one case that waits for its owner; it is seen by that
-//! worker's next look at its inbox, which comes before any sleep of its own.
+//! Work no other worker may take (a thread bound to its worker by a placement hint, a resumed
+//! thread in its worker's own ready structure) waits for its worker, which is awake.
 //!
 //! The sleep's timeout ([`safety_net`]) stays only as a safety net against a bug in this
 //! argument: `FOOTPRINT_IDLE_SAFETY_NET=off` removes it (the test suite runs so), and
@@ -123,14 +123,14 @@ impl Shared {
     }
 
     /// Wakes worker `w` if it sleeps (after putting work in its inbox). A worker resting above
-    /// the active limit (adaptive) is woken too: it hands the work on.
+    /// the active limit (adaptive) is woken too: it hands the work on. If `w` is awake, a
+    /// sleeper is woken when nobody searches: `w` may be busy for long, and thieves take from
+    /// inboxes too (load balance wins over placement).
     pub(crate) fn notify_worker(&self, w: usize) {
         let ws = &self.workers[w];
-        if !ws.sleep.wake_after_publish(&self.sleepers) && ws.inbox.len.load(Ordering::Relaxed) > 1
-        {
-            // The target is busy and work piles up: let an idle worker take some (load balance
-            // wins over placement).
-            self.notify_one(w);
+        // `wake_after_publish` issued the fence.
+        if !ws.sleep.wake_after_publish(&self.sleepers) && self.sleepers.wake_needed() {
+            self.wake_one_from(w);
         }
     }
 

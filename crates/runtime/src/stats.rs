@@ -147,9 +147,9 @@ pub struct WorkerStats {
     /// Of those, sleeps that ran out (the idle protocol's safety net, `FOOTPRINT_IDLE_SAFETY_NET`)
     /// instead of being woken: an idle runtime's workers look again now and then.
     pub expired_sleeps: u64,
-    /// Of the expired sleeps, those after which the worker found work before it slept again: a
-    /// wake-up the protocol lost and the safety net made up for. Zero unless the protocol has a
-    /// bug (see [`RuntimeStats::expired_sleeps_with_work`]).
+    /// Of the expired sleeps, those after which the worker's first look (one pass over the
+    /// queues) found work while no worker was searching: a wake-up the protocol lost and the
+    /// safety net made up for (see [`RuntimeStats::expired_sleeps_with_work`]).
     pub expired_sleeps_with_work: u64,
     /// Green threads woken elsewhere and handed to it through its inbox.
     pub inbox_wakeups: u64,
@@ -225,9 +225,10 @@ pub struct RuntimeStats {
 }
 
 impl RuntimeStats {
-    /// Sleeps, over all workers, that ran out (the idle protocol's safety net) and after which
-    /// the worker found work before it slept again: wake-ups the protocol lost. Zero unless
-    /// the idle protocol has a bug; tests and the scaling suite assert it.
+    /// Sleeps, over all workers, that ran out (the idle protocol's safety net) after which the
+    /// worker's first look found work while no worker was searching: wake-ups the protocol
+    /// lost. Zero unless the idle protocol has a bug (or a waker was caught between its check
+    /// and its wake-up just as the timer fired); tests and the scaling suite assert it.
     ///
     /// ```
     /// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;

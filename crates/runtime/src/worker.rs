@@ -279,7 +279,6 @@ impl WorkerLocal {
         loop {
             if let Some(j) = found.take().or_else(|| self.next_local(false)) {
                 self.found_while_searching();
-                self.took_work();
                 // Returns when `next_local` found nothing more (or found this worker surplus).
                 self.run(j);
             }
@@ -317,14 +316,6 @@ impl WorkerLocal {
     fn stop_searching_idle(&self) {
         if self.searching.replace(false) {
             self.shared().sleepers.stop_searching();
-        }
-    }
-
-    /// Counts the work taken after a sleep that ran out (see `expired_with_work`).
-    #[inline]
-    fn took_work(&self) {
-        if self.after_expiry.replace(false) {
-            bump(&self.me().acct.expired_with_work, 1);
         }
     }
 
@@ -371,7 +362,6 @@ impl WorkerLocal {
             return Idle::Woke;
         }
         let me = &shared.workers[self.index];
-        self.after_expiry.set(false);
         let slept = me.sleep.sleep(
             &shared.sleepers,
             crate::sleep::safety_net(),
@@ -394,8 +384,19 @@ impl WorkerLocal {
             }
             Slept::Expired => {
                 bump(&me.acct.expired_sleeps, 1);
-                self.after_expiry.set(true);
-                Idle::Woke
+                // One look at once, before this worker counts itself as searching: work it
+                // finds while nobody searches was there for a sleeper to be woken for (a
+                // wake-up the protocol lost, which the safety net made up for).
+                let nobody_searching = shared.sleepers.searching(Ordering::SeqCst) == 0;
+                match self.steal() {
+                    Some(j) => {
+                        if nobody_searching {
+                            bump(&me.acct.expired_with_work, 1);
+                        }
+                        Idle::Found(j)
+                    }
+                    None => Idle::Woke,
+                }
             }
             Slept::Exit => Idle::Exit,
         }

@@ -127,8 +127,8 @@ impl Rt {
 
     /// `Shared::notify_worker`: after putting work in worker `w`'s inbox.
     fn notify_worker(&self, w: usize) {
-        if !self.words[w].wake_after_publish(&self.sleepers) && self.inboxes[w].len() > 1 {
-            self.notify_one(w);
+        if !self.words[w].wake_after_publish(&self.sleepers) && self.sleepers.wake_needed() {
+            wake_one(&self.sleepers, self.ring(w));
         }
     }
 
@@ -239,10 +239,12 @@ fn run_model(rt: fn() -> Rt, outside: fn(&Rt)) {
         assert_eq!(
             rt.sleepers.get(Ordering::SeqCst),
             0,
-            "words {} {} searching {}",
-            rt.words[0].state(Ordering::SeqCst),
-            rt.words[1].state(Ordering::SeqCst),
-            rt.sleepers.searching(Ordering::SeqCst)
+            "a worker left counted asleep"
+        );
+        assert_eq!(
+            rt.sleepers.searching(Ordering::SeqCst),
+            0,
+            "a worker left counted searching"
         );
         assert_eq!(rt.injector.len(), 0);
         for i in 0..WORKERS {

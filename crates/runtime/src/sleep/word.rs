@@ -355,8 +355,9 @@ impl SleeperCount {
         self.wake_needed()
     }
 
+    /// Whether a worker sleeps while none searches (after the caller's own fence).
     #[inline]
-    fn wake_needed(&self) -> bool {
+    pub fn wake_needed(&self) -> bool {
         self.sleeping.load(Ordering::SeqCst) != 0 && self.searching.load(Ordering::SeqCst) == 0
     }
 
