@@ -29,7 +29,8 @@
 //! # Why no wake-up is lost
 //!
 //! Take a job pushed by publisher X and assume it is never run while every other worker ends
-//! asleep for good. Let W be the last of them to announce its sleep, and H its heavy barrier.
+//! asleep for good. Let W be the one of them whose last heavy barrier, H, comes last (the
+//! barriers act as SeqCst fences, which are totally ordered).
 //!
 //! - If X's push precedes H (for the light barrier: the kernel's barrier point in X comes after
 //!   the push; for fenced publishers: X's fence precedes H's fence), W's last search, after H,
@@ -54,7 +55,8 @@
 //!
 //! The steps of both sides that touch the protocol's atomics are the functions of `word.rs`
 //! ([`SleepWord`](word::SleepWord), [`SleeperCount`], [`wake_one`]), which `tests/loom_idle.rs`
-//! model-checks with no timeout, for every kind of publisher above.
+//! model-checks with no timeout, for every kind of publisher above (the barrier pair is a SeqCst
+//! fence on each side there; with the pusher's removed, the own-deque model fails).
 
 pub(crate) mod barrier;
 pub(crate) mod word;
