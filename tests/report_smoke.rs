@@ -270,6 +270,33 @@ fn unknown_only_name_lists_the_valid_names() -> Result<(), String> {
     Ok(())
 }
 
+/// `--workers N` sets the free worker count of the experiments; 0 or a non-number is rejected
+/// with what to pass.
+fn workers_option_is_parsed_and_checked() -> Result<(), String> {
+    let names: Vec<&str> = experiments::all().iter().map(|e| e.name).collect();
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let options = cli::parse(args(&["--tiny", "--workers", "3"]), &names)
+        .map_err(|e| format!("--workers 3 rejected: {}", e.message))?;
+    if options.workers != Some(3) {
+        return Err(format!("--workers 3 parsed as {:?}", options.workers));
+    }
+    if cli::parse(args(&["--tiny"]), &names)
+        .map_err(|e| e.message)?
+        .workers
+        .is_some()
+    {
+        return Err("without --workers the count must be left to the machine".into());
+    }
+    for bad in ["0", "two"] {
+        match cli::parse(args(&["--workers", bad]), &names) {
+            Err(e) if e.message.contains("--workers needs a positive integer") => {}
+            Err(e) => return Err(format!("--workers {bad}: unexpected message {}", e.message)),
+            Ok(_) => return Err(format!("--workers {bad} was accepted")),
+        }
+    }
+    Ok(())
+}
+
 /// Process ids whose parent is `parent` (from /proc).
 fn children_of(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -351,7 +378,11 @@ fn main() -> ExitCode {
     if std::env::var_os(AS_REPORT).is_some() {
         return app::main();
     }
-    let tests: [(&str, Check); 3] = [
+    let tests: [(&str, Check); 4] = [
+        (
+            "--workers is parsed and checked",
+            workers_option_is_parsed_and_checked,
+        ),
         (
             "unknown --only name lists the valid names",
             unknown_only_name_lists_the_valid_names,

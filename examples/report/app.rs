@@ -51,7 +51,8 @@ pub fn main() -> ExitCode {
         dir.display()
     );
 
-    let mut sections = runner::run_all(&chosen, options.mode);
+    let workers = options.workers.unwrap_or_else(crate::experiments::all_cpus);
+    let mut sections = runner::run_all(&chosen, options.mode, workers);
     header.load_after = experiments::load_average();
     if let Err(e) = output::write(&dir, &header, &mut sections) {
         eprintln!("report: {e}");

@@ -43,6 +43,9 @@ pub struct Options {
     pub only: Vec<String>,
     pub update_readme: bool,
     pub out_dir: Option<PathBuf>,
+    /// Workers (and peer threads) of the experiments whose worker count is free (fork-join:
+    /// fib, skynet, uts); `None`: one per CPU of the allowed set.
+    pub workers: Option<usize>,
     /// Hidden: adds an experiment that panics and one that hangs (the smoke test's check that
     /// failures are reported).
     pub inject_failure: bool,
@@ -50,13 +53,15 @@ pub struct Options {
 
 pub const USAGE: &str =
     "usage: cargo run --release --example report -- [--quick | --full | --tiny] \
-[--only NAME]... [--out DIR] [--update-readme]
+[--only NAME]... [--out DIR] [--workers N] [--update-readme]
 
   (no mode flag)   every experiment, at most ~10 minutes on 2 cores
   --quick          a smoke run of about a minute (every section, plot and CSV still written)
   --full           criterion-grade: many more repetitions
   --tiny           seconds (what the smoke test runs)
   --only NAME      run only NAME (repeatable; the others are left out of the report)
+  --workers N      workers of the fork-join experiments and their peers (default: one per
+                   CPU of the allowed set; the papers' experiments keep their own counts)
   --out DIR        write the report to DIR (default: $CARGO_TARGET_DIR/footprint-report, else
                    target/footprint-report)
   --update-readme  rewrite the README tables between <!-- report:begin NAME --> and
@@ -79,6 +84,7 @@ pub fn parse(
         only: Vec::new(),
         update_readme: false,
         out_dir: None,
+        workers: None,
         inject_failure: false,
     };
     let error = |message: String| CliError {
@@ -114,6 +120,19 @@ pub fn parse(
                     .next()
                     .ok_or_else(|| error("--out needs a directory".into()))?;
                 options.out_dir = Some(PathBuf::from(dir));
+            }
+            "--workers" => {
+                let n = args
+                    .next()
+                    .ok_or_else(|| error("--workers needs a count".into()))?;
+                match n.parse::<usize>() {
+                    Ok(w) if w > 0 => options.workers = Some(w),
+                    _ => {
+                        return Err(error(format!(
+                            "--workers needs a positive integer, got {n:?}"
+                        )))
+                    }
+                }
             }
             "--update-readme" => options.update_readme = true,
             "--inject-failure" => options.inject_failure = true,

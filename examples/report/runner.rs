@@ -73,13 +73,13 @@ fn run_one(exp: &Experiment, ctx: Ctx) -> Section {
 }
 
 /// Runs `experiments` in order and returns their sections.
-pub fn run_all(experiments: &[Experiment], mode: crate::cli::Mode) -> Vec<Section> {
+pub fn run_all(experiments: &[Experiment], mode: crate::cli::Mode, workers: usize) -> Vec<Section> {
     let estimates: Vec<Duration> = experiments.iter().map(|e| e.estimate(mode)).collect();
     let mut progress = Progress::new(&estimates);
     let mut sections = Vec::new();
     for exp in experiments {
         progress.start(exp.name);
-        let ctx = Ctx::new(mode, progress.stepper());
+        let ctx = Ctx::new(mode, workers, progress.stepper());
         let t0 = Instant::now();
         let mut section = run_one(exp, ctx);
         section.elapsed = t0.elapsed();

@@ -117,10 +117,13 @@ where
     Ok(())
 }
 
-/// Runs `participant` `n` times, potentially in parallel: inline, with the rest offered to idle
-/// workers (`join`); whatever nobody took runs inline afterwards (and finds nothing left).
+/// Runs `participant` `n` times, potentially in parallel: `n - 1` copies are offered at once
+/// (the stealable halves of `n - 1` nested `join`s, all pushed before any copy runs), as many
+/// idle workers are woken in one fan-out (`wake_idle_workers`), and one copy runs inline.
+/// Copies nobody took are taken back by their `join`s and run inline (finding nothing left),
+/// so the loop's end waits for no sleeper, only for copies already running.
 ///
-/// When the inline participant is done while a thief still runs the rest (typically finding
+/// When a `join`'s inline side is done while a thief still runs its copy (typically finding
 /// nothing left), it spins a little before `join` would park it: a park and a cross-worker
 /// wake-up cost more than the thief's remaining few hundred nanoseconds.
 fn fan_out(n: usize, participant: &(dyn Fn() + Sync)) {
@@ -128,29 +131,40 @@ fn fan_out(n: usize, participant: &(dyn Fn() + Sync)) {
         participant();
         return;
     }
-    let rest = AtomicU8::new(REST_WAITING);
+    offer(n - 1, n - 1, participant);
+}
+
+/// Offers `left` more copies of `participant` (each the second half of a `join`, pushed before
+/// the first half goes deeper), then wakes `total` workers and runs one copy inline.
+fn offer(left: usize, total: usize, participant: &(dyn Fn() + Sync)) {
+    if left == 0 {
+        footprint_runtime::wake_idle_workers(total);
+        participant();
+        return;
+    }
+    let copy = AtomicU8::new(REST_WAITING);
     footprint_runtime::join(
         || {
-            participant();
+            offer(left - 1, total, participant);
             let mut spins = 0;
-            while rest.load(Ordering::Acquire) == REST_RUNNING && spins < SPINS_BEFORE_PARK {
+            while copy.load(Ordering::Acquire) == REST_RUNNING && spins < SPINS_BEFORE_PARK {
                 std::hint::spin_loop();
                 spins += 1;
             }
         },
         || {
-            rest.store(REST_RUNNING, Ordering::Release);
-            fan_out(n - 1, participant);
-            rest.store(REST_DONE, Ordering::Release);
+            copy.store(REST_RUNNING, Ordering::Release);
+            participant();
+            copy.store(REST_DONE, Ordering::Release);
         },
     );
 }
 
-/// States of the offered rest of a fan-out.
+/// States of an offered copy of a fan-out.
 const REST_WAITING: u8 = 0;
 const REST_RUNNING: u8 = 1;
 const REST_DONE: u8 = 2;
 
-/// How long the inline participant waits for a running rest before `join` parks it (a few
+/// How long an inline side waits for a running copy before `join` parks it (a few
 /// microseconds of `spin_loop`).
 const SPINS_BEFORE_PARK: u32 = 1 << 10;

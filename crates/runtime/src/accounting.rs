@@ -116,8 +116,11 @@ pub(crate) struct WorkerAccount {
     pub(crate) idle_ticks: AtomicU64,
     /// Times the worker slept on its futex.
     pub(crate) sleeps: AtomicU64,
-    /// Of those, sleeps deaf to local pushes (after fruitless wake-ups).
-    pub(crate) deaf_sleeps: AtomicU64,
+    /// Sleeps that ran out (the safety net) instead of being woken.
+    pub(crate) expired_sleeps: AtomicU64,
+    /// Of those, the ones after which the worker's first look found work while no worker
+    /// searched.
+    pub(crate) expired_with_work: AtomicU64,
     /// Ticks green threads ran here (with accounting on).
     pub(crate) busy_ticks: AtomicU64,
     /// Cache misses counted during runs here.
@@ -136,7 +139,8 @@ impl WorkerAccount {
             injector_takes: AtomicU64::new(0),
             idle_ticks: AtomicU64::new(0),
             sleeps: AtomicU64::new(0),
-            deaf_sleeps: AtomicU64::new(0),
+            expired_sleeps: AtomicU64::new(0),
+            expired_with_work: AtomicU64::new(0),
             busy_ticks: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             counter_failures: AtomicU64::new(0),

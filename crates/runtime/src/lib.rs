@@ -133,6 +133,7 @@ pub use placement::{
 };
 pub use ready::ReadyOrder;
 pub use runtime::{current_runtime_id, global, Builder, Runtime};
+pub use sleep::wake_idle_workers;
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
@@ -146,7 +147,7 @@ pub use timed_sleep::{sleep, sleep_until};
 pub mod loom_protocols {
     pub use crate::pool::{put_pooled, take_pooled, Levels};
     pub use crate::sleep::word::{
-        wake_all, wake_one, SleepWord, SleeperCount, Slept, AWAKE, NOTIFIED, SLEEPING,
+        wake_all, wake_many, wake_one, SleepWord, SleeperCount, Slept, AWAKE, NOTIFIED, SLEEPING,
     };
     pub use crate::task::states::{
         claim, Finished, HandleState, Latch, ParkState, ScopeCount, H_DONE, H_HANDLE, H_WAITER,

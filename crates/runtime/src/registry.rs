@@ -217,18 +217,9 @@ pub(crate) struct WorkerLocal {
     pub(crate) idle_round: Cell<u32>,
     /// Where the idle search stopped when it found the job `run` started with.
     pub(crate) idle_resume: Cell<u32>,
-    /// Own pushes left that skip the wake-up attempt (`sleep.rs`, `notify_after_local_push`).
-    pub(crate) local_wake_skip: Cell<u32>,
-    /// Wake-ups in a row that led to little or no work (`worker.rs`, `idle_inner`): past a
-    /// few, the worker sleeps deaf to local pushes for a while.
-    pub(crate) fruitless_wakes: Cell<u32>,
-    /// The tick at which the worker last took work after being woken (0: none since).
-    pub(crate) work_from: Cell<u64>,
-    /// The last deaf sleep ran out: the next sleep hears local pushes again.
-    pub(crate) hear_next: Cell<bool>,
-    /// Hearing sleeps in a row that ran out with nobody waking the worker (`worker.rs`,
-    /// `idle_inner`): each doubles the next one's bound, up to `HEARING_MAX_DOUBLINGS`.
-    pub(crate) hearing_expiries: Cell<u32>,
+    /// Whether this worker is counted among the searching workers (`sleep.rs`): from the start
+    /// of its idle search, or from its waker's wake-up, until it finds work or sleeps.
+    pub(crate) searching: Cell<bool>,
     /// Which of the two resume sites the next resumption uses (`worker.rs`, `run_task`): it
     /// alternates, so that two green threads taking turns on this worker are each resumed from
     /// a site of their own.
@@ -266,11 +257,7 @@ impl WorkerLocal {
             stolen: Cell::new(false),
             idle_round: Cell::new(0),
             idle_resume: Cell::new(0),
-            local_wake_skip: Cell::new(0),
-            fruitless_wakes: Cell::new(0),
-            work_from: Cell::new(0),
-            hear_next: Cell::new(false),
-            hearing_expiries: Cell::new(0),
+            searching: Cell::new(false),
             resume_site: Cell::new(false),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),

@@ -331,6 +331,8 @@ impl Builder {
             }
         });
 
+        // The idle protocol's barrier pair is settled before any worker pushes or sleeps.
+        crate::sleep::barrier::init();
         let deques: Vec<Deque<RawJob>> = (0..n).map(|_| Deque::new_lifo()).collect();
         let workers: Box<[WorkerShared]> = deques
             .iter()
@@ -749,9 +751,10 @@ impl Runtime {
     pub fn debug_state(&self) -> String {
         let sh = &self.shared;
         let mut out = format!(
-            "live={} sleepers={} idle={} injector={} |",
+            "live={} sleepers={} searching={} idle={} injector={} |",
             sh.live(),
             sh.sleepers.get(Ordering::SeqCst),
+            sh.sleepers.searching(Ordering::SeqCst),
             sh.idle.load(Ordering::SeqCst),
             sh.injector.len()
         );

@@ -1,59 +1,143 @@
-//! The idle protocol: how a worker without work goes to sleep and how publishers of work wake it,
-//! with no lost wake-ups.
+//! The idle protocol: how a worker without work searches, goes to sleep, and how publishers of
+//! work wake it, with no lost wake-up and no timeout standing in for one.
 //!
-//! A worker that finds no work spins a little while stealing, then announces itself:
-//! `sleep = SLEEPING`, `sleepers += 1`, a SeqCst fence, and one more full search. If that finds
-//! nothing it waits on the futex `sleep` while it reads `SLEEPING`. A publisher of stealable work
-//! pushes it, issues a SeqCst fence and reads `sleepers`; if non-zero it moves one `SLEEPING`
-//! worker to `NOTIFIED` and wakes its futex. Each side does store → SeqCst fence → load, so at
-//! least one of them sees the other: the final search finds the work, or the publisher finds the
-//! sleeper. A worker woken this way that finds work wakes one more (a wake chain), so a burst of
-//! pushes seen as "one sleeper" by several publishers still reaches every idle worker.
+//! # The two sides
 //!
-//! The publisher side lives here (`Shared::notify_*`); the sleeper side is
-//! `WorkerLocal::idle` in `worker.rs`, which searches with the worker's own steal order. The
-//! steps of both sides that touch the protocol's atomics are the functions of `word.rs`
-//! ([`SleepWord`], [`SleeperCount`], [`wake_one`]), which `tests/loom_idle.rs` model-checks.
+//! A worker that runs out of local work *searches* (counted in `searching`): it polls the other
+//! workers' deques, the inboxes and the injector, a bounded number of rounds. If that finds
+//! nothing it stops searching, announces itself asleep (`sleeping += 1`, its word `SLEEPING`),
+//! issues the heavy barrier ([`barrier`]), searches every queue once more, and only then waits on
+//! its futex. A publisher puts its work where thieves look, then:
+//!
+//! - after a push onto its *own* start deque (a spawn, a `join` half, a loop's participants):
+//!   the light barrier, then if a worker sleeps while none searches, it wakes one
+//!   (`notify_after_local_push`); a loop start wakes as many as it has participants to give
+//!   ([`Shared::wake_for`]);
+//! - after a push into the injector or an inbox spill: a SeqCst fence, then the same rule
+//!   (`notify_one`);
+//! - after putting a thread into a worker's inbox (an unpark): a SeqCst fence, then it wakes
+//!   that worker if it sleeps or rests (`notify_worker`); if it is awake, the same rule as
+//!   above (a sleeper is woken if nobody searches: the owner may be busy for long, and thieves
+//!   look at inboxes too).
+//!
+//! A woken worker is taken out of `sleeping` and counted as searching by its waker, so pushes
+//! that follow see a searcher and wake nobody more (Go's rule: one spinning thread while work
+//! may appear, not a futex wake per push). A searcher that finds work stops searching, and if
+//! it was the last one while others sleep, wakes one more: pushes that saw it searching woke
+//! nobody, and it may have taken other work than theirs.
+//!
+//! # Why no wake-up is lost
+//!
+//! Take a job pushed by publisher X and assume it is never run while every other worker ends
+//! asleep for good. Let W be the one of them whose last heavy barrier, H, comes last (the
+//! barriers act as SeqCst fences, which are totally ordered).
+//!
+//! - If X's push precedes H (for the light barrier: the kernel's barrier point in X comes after
+//!   the push; for fenced publishers: X's fence precedes H's fence), W's last search, after H,
+//!   sees the job and W does not sleep.
+//! - Otherwise X's loads after its push see everything the sleepers did before their barriers:
+//!   each one's `sleeping += 1` and `SLEEPING`, and each one's last `searching -= 1` (a worker
+//!   stops searching before it announces itself, and a woken worker's count was added by its
+//!   waker before the wake). So X sees `sleeping > 0` and `searching == 0`, and its walk over
+//!   the words finds W `SLEEPING` and wakes it.
+//!
+//! Either way some worker that was to sleep for good does not, a contradiction. The argument
+//! needs no timeout and no promise that the publisher drains its own deque: a green thread that
+//! spins until its pushed `join` half has run (`tests/deaf_sleep.rs`) is served like any other.
+//! Work no other worker may take (a thread bound to its worker by a placement hint, a resumed
+//! thread in its worker's own ready structure) waits for its worker, which is awake.
+//!
+//! The sleep's timeout ([`safety_net`]) stays only as a safety net against a bug in this
+//! argument: `FOOTPRINT_IDLE_SAFETY_NET=off` removes it (the test suite runs so), and
+//! `RuntimeStats` counts every sleep that ran out and then found work
+//! (`expired_sleeps_with_work`), which is a lost wake-up the net covered: zero in every test
+//! and bench.
+//!
+//! The steps of both sides that touch the protocol's atomics are the functions of `word.rs`
+//! ([`SleepWord`](word::SleepWord), [`SleeperCount`], [`wake_one`]), which `tests/loom_idle.rs`
+//! model-checks with no timeout, for every kind of publisher above (the barrier pair is a SeqCst
+//! fence on each side there; with the pusher's removed, the own-deque model fails).
 
+pub(crate) mod barrier;
 pub(crate) mod word;
 
-pub(crate) use word::{wake_all, wake_one, SleeperCount, Slept};
+pub(crate) use word::{wake_all, wake_many, wake_one, SleeperCount, Slept};
 
 use crate::registry::{Shared, WorkerLocal};
 use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The safety net's default: an idle worker looks again after this long asleep.
+const SAFETY_NET_DEFAULT: Duration = Duration::from_millis(100);
+
+/// The idle sleep's safety net: `None` when `FOOTPRINT_IDLE_SAFETY_NET` is `off` (or `0`),
+/// else that many milliseconds, else 100 ms. Read once per process.
+pub(crate) fn safety_net() -> Option<Duration> {
+    static NET: OnceLock<Option<Duration>> = OnceLock::new();
+    *NET.get_or_init(|| match std::env::var("FOOTPRINT_IDLE_SAFETY_NET") {
+        Ok(v) if v == "off" || v == "0" => None,
+        Ok(v) => match v.parse::<u64>() {
+            Ok(ms) => Some(Duration::from_millis(ms)),
+            Err(_) => {
+                eprintln!(
+                    "footprint: FOOTPRINT_IDLE_SAFETY_NET={v:?} is neither `off` nor a number of \
+                     milliseconds; using {} ms",
+                    SAFETY_NET_DEFAULT.as_millis()
+                );
+                Some(SAFETY_NET_DEFAULT)
+            }
+        },
+        Err(_) => Some(SAFETY_NET_DEFAULT),
+    })
+}
 
 impl Shared {
-    /// Wakes one sleeping worker if any (after publishing stealable work).
+    /// Wakes one sleeping worker if any while none searches (after publishing stealable work
+    /// with a fence: the injector, an inbox spill).
     #[inline]
     pub(crate) fn notify_one(&self, from: usize) {
-        if !self.sleepers.any_after_publish() {
-            return;
+        if self.sleepers.wake_needed_after_publish() {
+            self.wake_one_from(from);
         }
-        self.wake_one_slow(from);
     }
 
     /// Wakes the first sleeping worker after `from`, in ring order ending with `from` itself
-    /// (two slices: no division per worker; while a woken worker is still counted as a sleeper
-    /// every push of a busy spawner comes here, issue 15).
+    /// (two slices: no division per worker).
     #[cold]
-    fn wake_one_slow(&self, from: usize) -> bool {
+    pub(crate) fn wake_one_from(&self, from: usize) -> bool {
         let (upto, after) = self.workers.split_at((from + 1).min(self.workers.len()));
-        wake_one(after.iter().chain(upto).map(|w| &*w.sleep))
+        wake_one(&self.sleepers, after.iter().chain(upto).map(|w| &*w.sleep))
+    }
+
+    /// Wakes up to `n` sleeping workers at once (searchers or not), after worker `from` pushed
+    /// work for that many onto its own deque; how many it woke.
+    pub(crate) fn wake_for(&self, from: usize, n: usize) -> usize {
+        if n == 0 || !self.sleepers.any_sleeping_after_local_push() {
+            return 0;
+        }
+        let (upto, after) = self.workers.split_at((from + 1).min(self.workers.len()));
+        wake_many(
+            &self.sleepers,
+            after.iter().chain(upto).map(|w| &*w.sleep),
+            n,
+        )
     }
 
     /// Wakes worker `w` if it sleeps (after putting work in its inbox). A worker resting above
-    /// the active limit (adaptive, issue 12) is woken too: it hands the work on.
+    /// the active limit (adaptive) is woken too: it hands the work on. If `w` is awake, a
+    /// sleeper is woken when nobody searches: `w` may be busy for long, and thieves take from
+    /// inboxes too (load balance wins over placement).
     pub(crate) fn notify_worker(&self, w: usize) {
         let ws = &self.workers[w];
-        if !ws.sleep.wake_after_publish() && ws.inbox.len.load(Ordering::Relaxed) > 1 {
-            // The target is busy and work piles up: let an idle worker take some (load balance
-            // wins over placement).
-            self.notify_one(w);
+        // `wake_after_publish` issued the fence.
+        if !ws.sleep.wake_after_publish(&self.sleepers) && self.sleepers.wake_needed() {
+            self.wake_one_from(w);
         }
     }
 
     pub(crate) fn notify_all(&self) {
-        wake_all(self.workers.iter().map(|w| &*w.sleep));
+        wake_all(&self.sleepers, self.workers.iter().map(|w| &*w.sleep));
     }
 
     /// Workers currently asleep on their futex (or about to be), resting ones included.
@@ -70,34 +154,49 @@ impl Shared {
     }
 }
 
-/// Local pushes that skip the wake-up attempt after one found no worker asleep (see
-/// [`WorkerLocal::notify_after_local_push`]).
-const LOCAL_WAKE_SKIP: u32 = 63;
-
 impl WorkerLocal {
-    /// Wakes one sleeping worker after a push to this worker's *own* start deque.
-    ///
-    /// No fence here: such a push is not lost, because the pushing worker drains its own deque
-    /// before it goes idle (a `join` takes its half back or waits while its worker runs other
-    /// work), and a pusher that never does (a green thread spinning until its pushed half has
-    /// run) is served by the sleeper's bound: every idle sleep runs out after at most 64 ms
-    /// (`worker.rs`, `HEARING_FIRST`). If the load below misses a worker that is just falling
-    /// asleep, the cost is parallelism, not progress.
-    ///
-    /// By the same argument, after an attempt that found the announced sleepers already woken
-    /// (`NOTIFIED`, still counted until they run) the next `LOCAL_WAKE_SKIP` pushes skip the
-    /// attempt: a woken worker waiting for a CPU otherwise made every push of a busy spawner
-    /// walk the sleep words (14 % of the instructions of fib(30) under callgrind, issue 15).
+    /// Wakes one sleeping worker, if any while none searches, after a push onto this worker's
+    /// *own* start deque: the light barrier and two loads when nobody needs waking.
     #[inline]
     pub(crate) fn notify_after_local_push(&self) {
-        let skip = self.local_wake_skip.get();
-        if skip != 0 {
-            self.local_wake_skip.set(skip - 1);
-            return;
-        }
         let shared = self.shared();
-        if shared.sleepers.any_after_local_push() && !shared.wake_one_slow(self.index) {
-            self.local_wake_skip.set(LOCAL_WAKE_SKIP);
+        if shared.sleepers.wake_needed_after_local_push() {
+            shared.wake_one_from(self.index);
         }
     }
+
+    /// Stops this worker's search (it found work): wakes one sleeper if it was the last
+    /// searcher (see the module docs).
+    #[inline]
+    pub(crate) fn stop_searching_found(&self) {
+        let shared = self.shared();
+        if shared.sleepers.stop_searching() {
+            shared.wake_one_from(self.index);
+        }
+    }
+}
+
+/// Wakes up to `n` sleeping workers of the calling green thread's runtime at once, after the
+/// caller pushed work for that many onto its worker's deque (say, `n` halves of nested
+/// [`join`](crate::join)s): one wake-up fan-out instead of a chain in which each woken thief
+/// wakes the next. Returns how many it woke (0 outside a runtime's worker, or with nobody
+/// asleep: searching workers find the work anyway).
+///
+/// Parallel loops call this when they start; ordinary spawns and joins need not, since every
+/// push already wakes a worker when nobody searches.
+///
+/// ```
+/// let rt = footprint_runtime::Runtime::builder().workers(2).build()?;
+/// let woken = rt.block_on(|| footprint_runtime::wake_idle_workers(1));
+/// assert!(woken <= 1);
+/// assert_eq!(footprint_runtime::wake_idle_workers(1), 0); // not on a worker
+/// # Ok::<(), footprint_runtime::Error>(())
+/// ```
+pub fn wake_idle_workers(n: usize) -> usize {
+    let Some(index) = crate::context::current_worker_index() else {
+        return 0;
+    };
+    let shared = crate::context::current_shared();
+    // SAFETY: a worker's runtime outlives the green threads its loop runs, the caller included.
+    unsafe { &*shared }.wake_for(index, n)
 }

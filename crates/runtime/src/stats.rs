@@ -147,10 +147,13 @@ pub struct WorkerStats {
     pub idle_time: Duration,
     /// Times it went to sleep on its futex.
     pub sleeps: u64,
-    /// Of those, sleeps deaf to pushes onto other workers' own deques, for at most 0.4 ms:
-    /// taken after wake-ups in a row that found nothing to run (a spawner whose joiner runs
-    /// each thread inline wakes the idle workers for nothing).
-    pub deaf_sleeps: u64,
+    /// Of those, sleeps that ran out (the idle protocol's safety net, `FOOTPRINT_IDLE_SAFETY_NET`)
+    /// instead of being woken: an idle runtime's workers look again now and then.
+    pub expired_sleeps: u64,
+    /// Of the expired sleeps, those after which the worker's first look (one pass over the
+    /// queues) found work while no worker was searching: a wake-up the protocol lost and the
+    /// safety net made up for (see [`RuntimeStats::expired_sleeps_with_work`]).
+    pub expired_sleeps_with_work: u64,
     /// Green threads woken elsewhere and handed to it through its inbox.
     pub inbox_wakeups: u64,
     /// Time green threads ran on it (counters on; zero when off).
@@ -172,7 +175,8 @@ impl WorkerStats {
             injector_takes: ld(&a.injector_takes),
             idle_time: clock::to_duration(ld(&a.idle_ticks)),
             sleeps: ld(&a.sleeps),
-            deaf_sleeps: ld(&a.deaf_sleeps),
+            expired_sleeps: ld(&a.expired_sleeps),
+            expired_sleeps_with_work: ld(&a.expired_with_work),
             inbox_wakeups: inbox,
             busy_time: clock::to_duration(ld(&a.busy_ticks)),
             misses: ld(&a.misses),
@@ -203,7 +207,10 @@ impl WorkerStats {
             injector_takes: self.injector_takes.saturating_sub(earlier.injector_takes),
             idle_time: self.idle_time.saturating_sub(earlier.idle_time),
             sleeps: self.sleeps.saturating_sub(earlier.sleeps),
-            deaf_sleeps: self.deaf_sleeps.saturating_sub(earlier.deaf_sleeps),
+            expired_sleeps: self.expired_sleeps.saturating_sub(earlier.expired_sleeps),
+            expired_sleeps_with_work: self
+                .expired_sleeps_with_work
+                .saturating_sub(earlier.expired_sleeps_with_work),
             inbox_wakeups: self.inbox_wakeups.saturating_sub(earlier.inbox_wakeups),
             busy_time: self.busy_time.saturating_sub(earlier.busy_time),
             misses: self.misses.saturating_sub(earlier.misses),
@@ -309,6 +316,24 @@ impl RuntimeStats {
         }
     }
 
+    /// Sleeps, over all workers, that ran out (the idle protocol's safety net) after which the
+    /// worker's first look found work while no worker was searching: wake-ups the protocol
+    /// lost. Zero unless the idle protocol has a bug (or a waker was caught between its check
+    /// and its wake-up just as the timer fired); tests and the scaling suite assert it.
+    ///
+    /// ```
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
+    /// rt.block_on(|| footprint::join(|| 1, || 2));
+    /// assert_eq!(rt.stats().expired_sleeps_with_work(), 0);
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
+    pub fn expired_sleeps_with_work(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.expired_sleeps_with_work)
+            .sum()
+    }
+
     pub(crate) fn collect(sh: &Shared) -> RuntimeStats {
         let mut s = RuntimeStats {
             spawned: sh.ext_spawned.load(Ordering::Relaxed),
@@ -370,7 +395,7 @@ impl fmt::Display for RuntimeStats {
             "steals by tier",
             "injector",
             "idle",
-            "sleeps (deaf)",
+            "sleeps (exp/w)",
             "inbox",
             "busy",
             "misses",
@@ -392,7 +417,10 @@ impl fmt::Display for RuntimeStats {
                 },
                 w.injector_takes,
                 fmt_duration(w.idle_time),
-                format!("{} ({})", w.sleeps, w.deaf_sleeps),
+                format!(
+                    "{} ({}/{})",
+                    w.sleeps, w.expired_sleeps, w.expired_sleeps_with_work
+                ),
                 w.inbox_wakeups,
                 fmt_duration(w.busy_time),
                 w.misses,

@@ -109,3 +109,27 @@ pub fn process_cpu_time() -> std::time::Duration {
     };
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// `membarrier` commands (linux/membarrier.h).
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+/// Registers the process for `MEMBARRIER_CMD_PRIVATE_EXPEDITED`; whether the kernel accepted.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn membarrier_register() -> bool {
+    // SAFETY: membarrier takes two integers and touches no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+            0,
+        ) == 0
+    }
+}
+
+/// Makes every running thread of the process pass a full memory barrier; whether it did.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn membarrier_private() -> bool {
+    // SAFETY: as in `membarrier_register`.
+    unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0 }
+}

@@ -1,6 +1,7 @@
 //! The worker loop: where a worker looks for work (its fairness tick, ready structure, inbox,
 //! start deque, then stealing nearest tier first), how it runs a job until it finishes, yields
-//! or parks, and how it goes idle (the sleeper side of the protocol in `sleep.rs`).
+//! or parks, and how it goes idle (the sleeper side of the protocol in `sleep.rs`: it searches,
+//! counted as a searcher, then sleeps until a publisher wakes it).
 
 use crate::accounting::bump;
 use crate::clock;
@@ -26,37 +27,6 @@ use std::sync::Arc;
 const SPIN_ROUNDS: u32 = 20;
 const SPIN_MAX_PAUSES: u32 = 128;
 
-/// Deaf sleep (`SleepWord::sleep`): after `DEAF_AFTER` wake-ups in a row that each led to less
-/// than `WORTH_WAKE_TICKS` of work (nothing found, a stale entry, or a thread stolen in the
-/// moment between its spawn and its join), a worker sleeps deaf to pushes onto other workers'
-/// own deques, for `DEAF_FIRST`, doubling with each further fruitless wake-up up to
-/// `DEAF_FIRST << DEAF_MAX_DOUBLINGS`; after a deaf sleep runs out, the next sleep hears them
-/// again. A spawner whose joiner runs each thread inline (spawn, then join) otherwise woke the
-/// other workers at nearly every push, paying a futex wake-up each time, having its deque
-/// polled and its threads stolen from under their joiners (issue 15: spawn + join on 2
-/// workers). What it costs: work pushed onto a busy worker's own deque while the others sleep
-/// deaf waits up to that long (0.4 ms) for a thief; fenced publishers (the injector, inboxes)
-/// wake deaf sleepers as before.
-const DEAF_AFTER: u32 = 3;
-/// Work after a wake-up that makes it worth it: 200,000 time-stamp ticks (50 µs at 4 GHz,
-/// 100 µs at 2 GHz), uncalibrated so that the idle path never waits on the clock's calibration.
-const WORTH_WAKE_TICKS: u64 = 200_000;
-const DEAF_FIRST: std::time::Duration = std::time::Duration::from_micros(100);
-const DEAF_MAX_DOUBLINGS: u32 = 2;
-/// Every idle sleep is bounded, the hearing ones too: `HEARING_FIRST`, doubling with each
-/// hearing sleep in a row that runs out with nobody waking the worker, up to
-/// `HEARING_FIRST << HEARING_MAX_DOUBLINGS` (64 ms: an idle runtime's worker looks about 16
-/// times a second); any wake-up starts again at `HEARING_FIRST`.
-///
-/// Why (issue 15, session 10): a push onto a worker's own deque wakes a sleeper without a
-/// fence, and skips the attempt for a while after one found the sleepers already woken
-/// (`sleep.rs`), on the ground that the pusher drains its own deque before it idles. A green
-/// thread that pushes a `join` half and then waits for it without yielding (a spin on a flag
-/// the other half sets) never drains it: a sleeper that missed the push slept for good and the
-/// program hung (`tests/deaf_sleep.rs`, once in CI). With the bound a missed push costs at most
-/// that delay.
-const HEARING_FIRST: std::time::Duration = std::time::Duration::from_millis(1);
-const HEARING_MAX_DOUBLINGS: u32 = 6;
 const FAIR_TICK: u32 = 61;
 
 impl WorkerLocal {
@@ -305,44 +275,48 @@ impl WorkerLocal {
 
     /// The scheduler loop. Returns when the runtime shuts down and no green thread is left.
     pub(crate) fn run_loop(&self) {
-        let shared = self.shared();
-        let mut woke = false;
         // Found by a steal or the idle search: runs before any local pick.
         let mut found: Option<Job> = None;
         loop {
             if let Some(j) = found.take().or_else(|| self.next_local(false)) {
-                if self.work_from.get() == 0 {
-                    self.work_from.set(clock::ticks().max(1));
-                }
+                self.found_while_searching();
                 // Returns when `next_local` found nothing more (or found this worker surplus).
                 self.run(j);
             }
             // adaptive (issue 12): a worker above the active limit does not steal; it rests.
             if self.surplus() {
+                self.stop_searching_idle();
                 self.rest_surplus();
                 continue;
             }
             if let Some(j) = self.steal() {
                 self.tick_stale.set(true);
-                if woke {
-                    // Wake chain: there may be more work than the publishers' wakes covered.
-                    shared.notify_one(self.index);
-                    woke = false;
-                }
+                self.found_while_searching();
                 found = Some(j);
                 continue;
             }
             match self.idle() {
-                Idle::Found(j) => {
-                    if woke {
-                        shared.notify_one(self.index);
-                    }
-                    woke = false;
-                    found = Some(j);
-                }
-                Idle::Woke => woke = true,
+                Idle::Found(j) => found = Some(j),
+                Idle::Woke => {}
                 Idle::Exit => return,
             }
+        }
+    }
+
+    /// This worker found work: if it was searching it stops, and wakes one more worker if it
+    /// was the last searcher while others sleep (`sleep.rs`).
+    #[inline]
+    fn found_while_searching(&self) {
+        if self.searching.replace(false) {
+            self.stop_searching_found();
+        }
+    }
+
+    /// This worker stops searching without work (to sleep, rest or leave).
+    #[inline]
+    fn stop_searching_idle(&self) {
+        if self.searching.replace(false) {
+            self.shared().sleepers.stop_searching();
         }
     }
 
@@ -350,7 +324,7 @@ impl WorkerLocal {
         let shared = self.shared();
         let since = clock::ticks();
         shared.idle.fetch_add(1, Ordering::SeqCst);
-        let r = self.idle_inner(shared, since);
+        let r = self.idle_inner(shared);
         shared.idle.fetch_sub(1, Ordering::SeqCst);
         let acct = &shared.workers[self.index].acct;
         let now = clock::ticks();
@@ -360,71 +334,70 @@ impl WorkerLocal {
         r
     }
 
-    fn idle_inner(&self, shared: &Shared, since: u64) -> Idle {
+    fn idle_inner(&self, shared: &Shared) -> Idle {
+        if !self.searching.replace(true) {
+            shared.sleepers.start_searching();
+        }
         // Starts where the last search stopped if that found only a stale entry (see `start`).
         for round in self.idle_round.replace(0)..SPIN_ROUNDS {
             if self.surplus() {
+                self.stop_searching_idle();
                 return Idle::Woke; // run_loop sends it to rest
             }
             if let Some(j) = self.steal() {
                 self.idle_round.set(round + 1);
+                self.found_while_searching();
                 return Idle::Found(j);
             }
             if shared.may_exit() {
+                self.stop_searching_idle();
                 return Idle::Exit;
             }
             for _ in 0..(1u32 << round).min(SPIN_MAX_PAUSES) {
                 std::hint::spin_loop();
             }
         }
-        let me = &shared.workers[self.index];
+        self.stop_searching_idle();
         // Never sleep on local work (defensive: the loop only gets here with both empty).
         if self.ready().len() > 0 || !self.deque.is_empty() {
             return Idle::Woke;
         }
-        // Was the last wake-up worth it? `work_from` is when work was first taken after it.
-        let from = self.work_from.get();
-        let fruitless = if from != 0 && since.wrapping_sub(from) >= WORTH_WAKE_TICKS {
-            0
-        } else {
-            self.fruitless_wakes.get()
-        };
-        let hear = self.hear_next.replace(false);
-        let deaf_for = (fruitless >= DEAF_AFTER && !hear)
-            .then(|| DEAF_FIRST * (1 << (fruitless - DEAF_AFTER).min(DEAF_MAX_DOUBLINGS)));
-        let hearing_for = HEARING_FIRST * (1 << self.hearing_expiries.get());
+        let me = &shared.workers[self.index];
         let slept = me.sleep.sleep(
             &shared.sleepers,
-            deaf_for,
-            hearing_for,
+            crate::sleep::safety_net(),
             || self.steal(),
             || shared.may_exit(),
-            || {
-                bump(&me.acct.sleeps, 1);
-                if deaf_for.is_some() {
-                    bump(&me.acct.deaf_sleeps, 1);
-                }
-            },
+            || bump(&me.acct.sleeps, 1),
         );
-        // Counted fruitless now; the next sleep step clears the count if enough work followed.
-        if deaf_for.is_none() && matches!(slept, Slept::Expired) {
-            // A hearing sleep ran out: nobody woke the worker, so it is no fruitless wake-up;
-            // it looks again, and sleeps longer next time if it finds nothing.
-            let n = self.hearing_expiries.get();
-            self.hearing_expiries
-                .set((n + 1).min(HEARING_MAX_DOUBLINGS));
-            return Idle::Woke;
-        }
-        self.hearing_expiries.set(0);
         match slept {
-            Slept::Found(j) => Idle::Found(j),
-            Slept::Woke | Slept::Expired => {
-                self.fruitless_wakes.set(fruitless.saturating_add(1));
-                self.work_from.set(0);
-                if matches!(slept, Slept::Expired) {
-                    self.hear_next.set(true);
+            Slept::Found(j, woken) => {
+                if woken {
+                    self.searching.set(true);
+                    self.found_while_searching();
                 }
+                Idle::Found(j)
+            }
+            Slept::Woke => {
+                // Its waker counted it as searching.
+                self.searching.set(true);
                 Idle::Woke
+            }
+            Slept::Expired => {
+                bump(&me.acct.expired_sleeps, 1);
+                // One look at once, before this worker counts itself as searching: work it
+                // finds while nobody searches was there for a sleeper to be woken for (a
+                // wake-up the protocol lost, which the safety net made up for).
+                let nobody_searching = shared.sleepers.searching(Ordering::SeqCst) == 0;
+                match self.steal() {
+                    Some(j) => {
+                        if nobody_searching {
+                            bump(&me.acct.expired_with_work, 1);
+                        }
+                        Idle::Found(j)
+                    }
+                    None => Idle::Woke,
+                }
             }
             Slept::Exit => Idle::Exit,
         }

@@ -43,6 +43,8 @@ fn block_on_fib_loop(workers: usize, n: u64, iters: u64, limit: Duration) {
             assert_eq!(rt.block_on(|| fib(n)), want, "iteration {i}");
             tx.send(i + 1).expect("receiver alive");
         }
+        // No idle sleep ran out and then found work (a lost wake-up the safety net hid).
+        assert_eq!(rt.stats().expired_sleeps_with_work(), 0);
     });
     let mut done = 0;
     while done < iters {

@@ -10,7 +10,7 @@
 //! - a thread put in a resting worker's inbox is always handed on to the injector.
 #![cfg(loom)]
 
-use footprint_runtime::loom_protocols::{wake_all, SleepWord};
+use footprint_runtime::loom_protocols::{wake_all, SleepWord, SleeperCount};
 use loom::sync::atomic::{fence, AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
@@ -93,13 +93,13 @@ impl Runtime {
             *q += 1;
             self.inbox_len.store(*q, Ordering::Release);
         }
-        self.sleep.wake_after_publish();
+        self.sleep.wake_after_publish(&SleeperCount::new());
     }
 
     /// `Shared::notify_all` at shutdown.
     fn shut_down(&self) {
         self.shutdown.store(1, Ordering::SeqCst);
-        wake_all(std::iter::once(&self.sleep));
+        wake_all(&SleeperCount::new(), std::iter::once(&self.sleep));
     }
 }
 

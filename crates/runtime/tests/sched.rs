@@ -286,6 +286,7 @@ fn wakeups_from_outside_are_never_lost() {
                 .unwrap();
         }
         assert_eq!(count.load(Ordering::Relaxed), rounds);
+        assert_eq!(rt.stats().expired_sleeps_with_work(), 0);
     });
 }
 
@@ -362,6 +363,7 @@ fn spawn_storm_across_workers_exact_count() {
             h.join().unwrap() + r
         }
         assert_eq!(rt.block_on(move || tree(0, n)), n * (n - 1) / 2);
+        assert_eq!(rt.stats().expired_sleeps_with_work(), 0);
     });
 }
 

@@ -1,5 +1,5 @@
-//! Runtime vs peers, fork-join overhead: `fib(n)` with a `join` at every level on 2 workers,
-//! against rayon on 2 threads and the sequential recursion (the bench's bodies).
+//! Runtime vs peers, fork-join overhead: `fib(n)` with a `join` at every level on `--workers`
+//! workers, against rayon on as many threads and the sequential recursion (the bench's bodies).
 
 use std::hint::black_box;
 
@@ -9,8 +9,6 @@ use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table
 use crate::stats::StatsTable;
 use crate::workloads::fib::{fib_footprint, fib_rayon, fib_sequential};
 use crate::workloads::peers::runtime_and_rayon;
-
-const WORKERS: usize = 2;
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut s = Section::new(
@@ -24,7 +22,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         .mode
         .pick(&[15, 20], &[20, 25, 30], &[20, 25, 30], &[20, 25, 30, 32]);
     let reps = ctx.reps().max(3);
-    let (rt, pool) = runtime_and_rayon(WORKERS);
+    let workers = ctx.workers;
+    let (rt, pool) = runtime_and_rayon(workers);
     let oracle = fib_sequential(20);
     if rt.block_on(|| fib_footprint(20)) != oracle || pool.install(|| fib_rayon(20)) != oracle {
         return Err("fib(20) disagrees with the sequential oracle".into());
@@ -32,7 +31,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut stats = StatsTable::new();
     let mut plot = Plot::new(
         "fib",
-        "fib(n), join at every level, 2 workers: time per call (log scale)",
+        &format!("fib(n), join at every level, {workers} workers: time per call (log scale)"),
         PlotKind::Lines,
         "implementation",
         Axis::linear("n", "n"),
@@ -42,8 +41,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         "fib(n), median time per call",
         &[
             "n",
-            "footprint (2 workers)",
-            "rayon (2 threads)",
+            &format!("footprint ({workers} workers)"),
+            &format!("rayon ({workers} threads)"),
             "footprint ÷ rayon",
             "sequential",
         ],

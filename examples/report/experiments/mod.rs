@@ -27,14 +27,25 @@ pub use orders::runtime;
 pub use skynet::child_main;
 
 /// What an experiment gets: the mode and a way to say what it is doing.
+/// One worker per CPU of the allowed set (the default of `--workers`).
+pub fn all_cpus() -> usize {
+    skynet::all_cpus()
+}
+
 pub struct Ctx {
     pub mode: Mode,
+    /// Workers of the experiments whose worker count is free (`--workers`, default all CPUs).
+    pub workers: usize,
     stepper: Stepper,
 }
 
 impl Ctx {
-    pub fn new(mode: Mode, stepper: Stepper) -> Ctx {
-        Ctx { mode, stepper }
+    pub fn new(mode: Mode, workers: usize, stepper: Stepper) -> Ctx {
+        Ctx {
+            mode,
+            workers,
+            stepper,
+        }
     }
 
     /// Repetitions of one measurement (medians are taken over them).

@@ -11,7 +11,13 @@ use crate::measure::median;
 use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
 use crate::workloads::{skynet, uts};
 
-const WORKERS: usize = 2;
+/// One worker per CPU of the allowed set (the default of `--workers`).
+pub fn all_cpus() -> usize {
+    footprint::affinity::allowed_cpus()
+        .map(|c| c.len())
+        .unwrap_or(1)
+        .max(1)
+}
 
 /// One child measurement's outcome.
 pub struct Measured {
@@ -27,12 +33,13 @@ pub fn measure_in_child(
     implementation: &str,
     size: u64,
     reps: usize,
+    workers: usize,
     limit: Duration,
 ) -> Result<Measured, String> {
     let args: Vec<String> = [child::SUBCOMMAND, workload, implementation]
         .iter()
         .map(|s| s.to_string())
-        .chain([size.to_string(), reps.to_string()])
+        .chain([size.to_string(), reps.to_string(), workers.to_string()])
         .collect();
     let out = child::run(&args, limit)?;
     let number = |key: &str| -> Result<f64, String> {
@@ -57,15 +64,19 @@ fn uts_tree(depth: u64) -> uts::Tree {
 /// The child side: `__measure <skynet|uts> <footprint|rayon|may> <size> <reps>`; prints
 /// `median_ns`, `peak_rss_kib` and `stats` lines. Returns the exit code.
 pub fn child_main(args: &[String]) -> i32 {
-    let [workload, implementation, size, reps] = args else {
+    let [workload, implementation, size, reps, workers] = args else {
         eprintln!(
-            "usage: {} <skynet|uts> <footprint|rayon|may> <size> <reps>",
+            "usage: {} <skynet|uts> <footprint|rayon|may> <size> <reps> <workers>",
             child::SUBCOMMAND
         );
         return 2;
     };
-    let (Ok(size), Ok(reps)) = (size.parse::<u64>(), reps.parse::<usize>()) else {
-        eprintln!("size and reps must be integers");
+    let (Ok(size), Ok(reps), Ok(workers)) = (
+        size.parse::<u64>(),
+        reps.parse::<usize>(),
+        workers.parse::<usize>(),
+    ) else {
+        eprintln!("size, reps and workers must be integers");
         return 2;
     };
     let expected = match workload.as_str() {
@@ -78,10 +89,10 @@ pub fn child_main(args: &[String]) -> i32 {
     };
     let run: Box<dyn Fn() -> u64> = match (workload.as_str(), implementation.as_str()) {
         (_, "footprint") => {
-            let rt = match footprint::Runtime::builder().workers(WORKERS).build() {
+            let rt = match footprint::Runtime::builder().workers(workers).build() {
                 Ok(rt) => rt,
                 Err(e) => {
-                    eprintln!("a {WORKERS}-worker runtime: {e}");
+                    eprintln!("a {workers}-worker runtime: {e}");
                     return 1;
                 }
             };
@@ -104,15 +115,15 @@ pub fn child_main(args: &[String]) -> i32 {
             return r;
         }
         ("skynet", "rayon") => {
-            let pool = rayon_pool();
+            let pool = rayon_pool(workers);
             Box::new(move || pool.install(|| skynet::rayon_scope(0, size)))
         }
         ("uts", "rayon") => {
-            let pool = rayon_pool();
+            let pool = rayon_pool(workers);
             Box::new(move || pool.install(|| uts::rayon(uts_tree(size), uts::ROOT, 0)))
         }
         (w, "may") => {
-            may::config().set_workers(WORKERS);
+            may::config().set_workers(workers);
             let is_skynet = w == "skynet";
             Box::new(move || {
                 may::go!(move || if is_skynet {
@@ -132,11 +143,11 @@ pub fn child_main(args: &[String]) -> i32 {
     time_runs(&*run, expected, reps)
 }
 
-fn rayon_pool() -> rayon::ThreadPool {
+fn rayon_pool(workers: usize) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
-        .num_threads(WORKERS)
+        .num_threads(workers)
         .build()
-        .expect("a 2-thread rayon pool")
+        .expect("a rayon pool")
 }
 
 /// One warm-up and `reps` timed runs of `f`, each checked; prints the median and the peak RSS.
@@ -175,7 +186,7 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
     let w = grid.workload;
     let mut time = Plot::new(
         &format!("{w}-time"),
-        &format!("{w}: time per run, 2 workers (log scale)"),
+        &format!("{w}: time per run, {} workers (log scale)", ctx.workers),
         PlotKind::Bars,
         "implementation",
         Axis::linear("size", "size"),
@@ -216,7 +227,7 @@ pub fn run_grid(ctx: &Ctx, grid: &Grid, s: &mut Section) {
                 continue;
             }
             ctx.step(&format!("{label}: {imp}"));
-            match measure_in_child(w, imp, *size, reps, limit) {
+            match measure_in_child(w, imp, *size, reps, ctx.workers, limit) {
                 Ok(m) => {
                     time.push(imp, X::Cat(label.clone()), m.median_ns / 1e6);
                     memory.push(imp, X::Cat(label.clone()), m.peak_rss_kib / 1024.0);
