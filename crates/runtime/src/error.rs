@@ -50,7 +50,8 @@ pub enum Error {
     /// Starting a worker OS thread failed.
     Spawn(std::io::Error),
     /// Mapping a green-thread stack failed: out of memory, or out of memory mappings
-    /// (`vm.max_map_count`; with guard pages each stack costs two).
+    /// (`vm.max_map_count`; with `mprotect` guard pages, on kernels without lightweight guard
+    /// regions, each stack costs two).
     Stack(std::io::Error),
     /// [`Counters::Hardware`](crate::Counters::Hardware) was asked for and this machine has no
     /// usable cache-miss counter.

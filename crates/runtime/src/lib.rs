@@ -59,14 +59,21 @@
 //! finished, then stops the workers and frees the pools.
 //!
 //! # Limits
-//! Each started, unfinished green thread holds one stack, carved from 64 MiB slabs. With guard
-//! pages (the default) each stack splits its slab into two mappings, so `vm.max_map_count`
-//! (65530 by default) bounds the number of *started, unfinished* green threads to roughly
-//! 30,000; with [`Builder::guard_pages`]`(false)` a slab stays one mapping and a million blocked
-//! threads fit (no overflow detection then). Spawned-but-not-started threads hold no stack.
+//! Each started, unfinished green thread holds one stack, carved from 64 MiB slabs; a
+//! spawned-but-not-started thread holds none. Where the kernel has lightweight guard regions
+//! (`MADV_GUARD_INSTALL`, Linux 6.13+) a guard page costs no mapping, so with the defaults
+//! (guard pages on, [`DEFAULT_STACK_SIZE`]) the number of blocked green threads is bounded by
+//! memory (a blocked thread touches a few KiB of its stack: about 4.6 KB each for a million
+//! threads on a barrier, `examples/million`) and address space (2 MiB + 4 KiB reserved per
+//! stack: 47 bits hold about 60 million), not by mappings. On older kernels each guard page is
+//! an `mprotect` that splits its slab into two mappings, and `vm.max_map_count` (65,530 by
+//! default) bounds the *started, unfinished* green threads to roughly 30,000; there
+//! [`Builder::guard_pages`]`(false)` keeps a slab one mapping (no overflow detection then).
 //! At a limit ([`Builder::max_stacks`], memory, mappings) [`GreenBuilder::spawn`] returns the
-//! typed [`Error`], [`spawn`] panics with its message, and a thread that cannot get a stack when
-//! it first runs fails its [`JoinHandle`] with that error.
+//! typed [`Error`] and [`spawn`] panics with its message; a thread that cannot get a stack when
+//! it first runs fails its [`JoinHandle`] with that error, and the first such failure of a
+//! runtime is said on stderr at once (what was live, the limit hit, the remedies) and counted
+//! in [`RuntimeStats::stack_failures`].
 
 mod accounting;
 mod adaptive;
@@ -95,6 +102,7 @@ mod sleep;
 mod spare;
 mod spawn;
 mod stack;
+mod stack_refusal;
 mod start_deque;
 mod stats;
 mod sync;

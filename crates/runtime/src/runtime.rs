@@ -103,13 +103,14 @@ impl Builder {
     /// Whether each green-thread stack has a guard page below it (default true).
     ///
     /// With guard pages a stack overflow hits the guard and becomes an error for the thread's
-    /// joiner (see [`JoinHandle::join`]), but every guarded stack splits the runtime's stack
-    /// slab into two memory mappings, and Linux allows a process `vm.max_map_count` of them
-    /// (65,530 by default): about 30,000 green threads can hold a stack at once. Without guard
-    /// pages stacks are carved from 64 MiB slabs that stay one mapping each, so millions of
-    /// blocked threads fit; **an overflow is then not detected**: it silently overwrites the
-    /// stack below it (another green thread's). Turn guards off only for threads whose stack
-    /// depth you know fits `stack_size`.
+    /// joiner (see [`JoinHandle::join`]). Where the kernel has lightweight guard regions
+    /// (`MADV_GUARD_INSTALL`, Linux 6.13+) a guard costs no memory mapping and a million
+    /// guarded blocked threads fit; elsewhere each guarded stack splits the runtime's stack
+    /// slab into two mappings, and Linux allows a process `vm.max_map_count` of them (65,530
+    /// by default): about 30,000 green threads can hold a stack at once. Without guard pages
+    /// stacks are carved from 64 MiB slabs that stay one mapping each; **an overflow is then
+    /// not detected**: it silently overwrites the stack below it (another green thread's).
+    /// Turn guards off only for threads whose stack depth you know fits `stack_size`.
     ///
     /// ```
     /// let rt = footprint_runtime::Runtime::builder()

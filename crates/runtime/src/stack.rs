@@ -304,6 +304,10 @@ pub(crate) struct StackLimits {
     pub(crate) refused: AtomicBool,
     /// The OS error of that refusal.
     pub(crate) refused_errno: AtomicI32,
+    /// Green threads that could not get a stack when they first ran (`stack_refusal.rs`).
+    pub(crate) failures: std::sync::atomic::AtomicU64,
+    /// The first of them was said (once per runtime).
+    pub(crate) said: AtomicBool,
 }
 
 impl StackLimits {
@@ -313,6 +317,8 @@ impl StackLimits {
             live: AtomicUsize::new(0),
             refused: AtomicBool::new(false),
             refused_errno: AtomicI32::new(0),
+            failures: std::sync::atomic::AtomicU64::new(0),
+            said: AtomicBool::new(false),
         }
     }
 

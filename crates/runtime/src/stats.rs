@@ -208,6 +208,9 @@ pub struct RuntimeStats {
     pub stacks_mapped: u64,
     /// Stack overflows caught and reported to joiners.
     pub overflows: u64,
+    /// Green threads that could not get a stack when they first ran (the live-stack cap,
+    /// memory, memory mappings): each failed its `JoinHandle`; the first was said on stderr.
+    pub stack_failures: u64,
     /// What is measured at each switch, in words (see [`Counters`](crate::Counters)).
     pub counters: String,
     /// The first counter-source failure, if any (the workers then account time only).
@@ -227,6 +230,7 @@ impl RuntimeStats {
             finished: sh.ext_finished.load(Ordering::Relaxed),
             stacks_mapped: sh.stacks_mapped.load(Ordering::Relaxed),
             overflows: sh.overflows.load(Ordering::Relaxed),
+            stack_failures: sh.stack_limits.failures.load(Ordering::Relaxed),
             counters: sh.counters.describe.clone(),
             counter_error: sh
                 .counter_error

@@ -567,7 +567,9 @@ impl WorkerLocal {
                     Some(task)
                 }
                 Err(e) => {
-                    // The joiner gets the typed error naming the limit.
+                    // The joiner gets the typed error naming the limit; the first refusal of
+                    // the runtime is said at once (nobody may be joining yet).
+                    crate::stack_refusal::stack_refused(self.shared(), &e);
                     crate::task::fail_unrun(t, Box::new(e));
                     t.complete();
                     count_finished(t);
