@@ -77,6 +77,16 @@ pub enum Error {
         /// The runtime's worker count.
         workers: usize,
     },
+    /// `workers(n)` asked for more than [`MAX_WORKERS_PER_CPU`](crate::MAX_WORKERS_PER_CPU)
+    /// workers per allowed CPU without `Builder::oversubscribe(true)`.
+    TooManyWorkers {
+        /// The worker count asked for.
+        requested: usize,
+        /// The CPUs the process may run on.
+        cpus: usize,
+        /// The largest count accepted without opting in.
+        max: usize,
+    },
     // adaptive (issue 12)
     /// `Builder::adaptive_workers(min..=max)` was given `min` = 0, `min > max`, or `max` above
     /// the CPUs the runtime may use.
@@ -123,6 +133,11 @@ impl fmt::Display for Error {
             Error::Pin { worker, cpu, source } => write!(
                 f,
                 "pinning worker {worker} to CPU {cpu} failed ({source}); pass pin(false) to run unpinned"
+            ),
+            Error::TooManyWorkers { requested, cpus, max } => write!(
+                f,
+                "workers({requested}) is more than {} per CPU for the {cpus} CPUs this process may run on: pass workers(n) with n <= {max} (or leave it unset for one per CPU), or Builder::oversubscribe(true) if you mean it",
+                crate::runtime::MAX_WORKERS_PER_CPU
             ),
             Error::Spawn(e) => write!(f, "starting a worker thread failed ({e}); lower workers(n) or raise the process's thread limit"),
             Error::EmptyFragment { fragment } => write!(

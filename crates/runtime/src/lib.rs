@@ -127,7 +127,7 @@ pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };
 pub use ready::ReadyOrder;
-pub use runtime::{current_runtime_id, global, Builder, Runtime};
+pub use runtime::{current_runtime_id, global, Builder, Runtime, MAX_WORKERS_PER_CPU};
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;

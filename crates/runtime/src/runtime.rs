@@ -43,6 +43,7 @@ pub struct Builder {
     switch_cost_ns: u64,
     guard_pages: bool,
     max_stacks: Option<usize>,
+    oversubscribe: bool,
     counters: Counters,
     // placement (issue 10 B)
     shuffling: Option<ShuffleConfig>,
@@ -63,6 +64,7 @@ impl Default for Builder {
             switch_cost_ns: 300,
             guard_pages: true,
             max_stacks: None,
+            oversubscribe: false,
             counters: Counters::default(),
             shuffling: None,
             topology: None,
@@ -133,6 +135,26 @@ impl Builder {
     /// payload downcasts to [`Error`]). `n` = 0 is an error from [`build`](Builder::build).
     pub fn max_stacks(mut self, n: usize) -> Builder {
         self.max_stacks = Some(n);
+        self
+    }
+
+    /// Allows more workers than [`MAX_WORKERS_PER_CPU`] per allowed CPU (default false: such a
+    /// count is an [`Error::TooManyWorkers`] from [`build`](Builder::build)). Workers beyond the
+    /// CPUs only take turns on them; a count far above is usually a mistake (a thread count
+    /// passed where a worker count was meant), and starting thousands of OS threads takes
+    /// seconds.
+    ///
+    /// ```
+    /// use footprint_runtime::{Error, Runtime};
+    /// let e = Runtime::builder().workers(1_000_000).build().unwrap_err();
+    /// assert!(matches!(e, Error::TooManyWorkers { requested: 1_000_000, .. }));
+    /// // Opted in: as many as asked (here 9, whatever the CPU count).
+    /// let rt = Runtime::builder().workers(9).pin(false).oversubscribe(true).build()?;
+    /// assert_eq!(rt.workers(), 9);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn oversubscribe(mut self, allow: bool) -> Builder {
+        self.oversubscribe = allow;
         self
     }
 
@@ -242,6 +264,21 @@ impl Builder {
             Some(r) => *r.end(),
             None => self.workers.unwrap_or(cpus.len()),
         };
+        let allowed_n = allowed.len().max(1);
+        if n > allowed_n.saturating_mul(MAX_WORKERS_PER_CPU) && !self.oversubscribe {
+            return Err(Error::TooManyWorkers {
+                requested: n,
+                cpus: allowed_n,
+                max: allowed_n * MAX_WORKERS_PER_CPU,
+            });
+        }
+        if n > SAY_STARTING_ABOVE {
+            // Thousands of OS threads take seconds to start: say so rather than go quiet.
+            eprintln!(
+                "footprint: starting {n} worker threads on {} CPUs (oversubscribe(true)); this can take a while",
+                cpus.len()
+            );
+        }
         let worker_cpu: Vec<usize> = (0..n).map(|i| cpus[i % cpus.len()]).collect();
         let topology = self.topology.clone().unwrap_or_else(Topology::detect);
         let tiers = steal_tiers(&topology, &worker_cpu);
@@ -359,6 +396,14 @@ impl Builder {
         }
     }
 }
+
+/// Workers per allowed CPU above which [`Builder::build`] refuses the count unless
+/// [`Builder::oversubscribe`]`(true)`: [`Error::TooManyWorkers`].
+pub const MAX_WORKERS_PER_CPU: usize = 4;
+
+/// Worker counts above which `build` says on stderr that it starts them (an opted-in
+/// oversubscription: thousands of OS threads take seconds).
+const SAY_STARTING_ABOVE: usize = 1024;
 
 /// Worker indices to steal from, nearest first, for each worker.
 fn steal_tiers(topo: &Topology, worker_cpu: &[usize]) -> Vec<Vec<Vec<usize>>> {
