@@ -82,6 +82,12 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
                 // SAFETY: as above.
                 unsafe { (*t.waiter.get()).take() };
             } else {
+                crate::watch::record::note_current(
+                    crate::watch::record::WaitKind::Join,
+                    ptr_of(t),
+                    0,
+                    0,
+                );
                 while !t.handle.is_done() {
                     park_current();
                 }
@@ -197,4 +203,9 @@ impl<T> std::fmt::Debug for JoinHandle<T> {
             .field("finished", &self.is_finished())
             .finish_non_exhaustive()
     }
+}
+
+/// The address of a control block (the key of the runtime's table of named threads).
+fn ptr_of(t: &crate::task::Task) -> usize {
+    t as *const crate::task::Task as usize
 }

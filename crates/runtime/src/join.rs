@@ -90,6 +90,7 @@ where
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
         Some(panic::catch_unwind(AssertUnwindSafe(f)))
     } else {
+        crate::watch::record::note_current(crate::watch::record::WaitKind::JoinHalf, 0, 0, 0);
         while !job.done.probe() {
             parking::park_current();
         }
@@ -156,6 +157,7 @@ where
         _env: PhantomData,
     };
     let r = panic::catch_unwind(AssertUnwindSafe(|| f(&s)));
+    crate::watch::record::note_current(crate::watch::record::WaitKind::Scope, 0, 0, 0);
     while !s.data.pending.is_zero() {
         parking::park_current();
     }

@@ -110,6 +110,7 @@ mod sys;
 mod task;
 mod timed_sleep;
 mod timer;
+mod watch;
 mod worker;
 
 // adaptive (issue 12)
@@ -132,6 +133,7 @@ pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 pub use timed_sleep::{sleep, sleep_until};
+pub use watch::{DEFAULT_BLOCKING_WARNING, DEFAULT_WATCHDOG};
 
 /// The runtime's hand-off protocols, for the loom models in `tests/loom_*.rs` only (built under
 /// `RUSTFLAGS="--cfg loom"`, where their atomics are loom's). These are the functions the
@@ -161,11 +163,13 @@ pub mod park {
     /// Blocks the calling thread until a permit from its unparker is available. An unpark that
     /// came first is not lost; spurious returns are possible, so re-check in a loop.
     pub fn park() {
+        crate::watch::record::note_current(crate::watch::record::WaitKind::Park, 0, 0, 0);
         crate::parking::park_current()
     }
 
     /// Like [`park`], returning after at most `timeout`; `false` on timeout.
     pub fn park_timeout(timeout: std::time::Duration) -> bool {
+        crate::watch::record::note_current(crate::watch::record::WaitKind::Park, 0, 0, 0);
         footprint_locks::current_hook().park_timeout(timeout)
     }
 

@@ -44,6 +44,8 @@ pub struct Builder {
     guard_pages: bool,
     max_stacks: Option<usize>,
     oversubscribe: bool,
+    watchdog: Option<std::time::Duration>,
+    blocking_warning: Option<std::time::Duration>,
     counters: Counters,
     // placement (issue 10 B)
     shuffling: Option<ShuffleConfig>,
@@ -65,6 +67,8 @@ impl Default for Builder {
             guard_pages: true,
             max_stacks: None,
             oversubscribe: false,
+            watchdog: cfg!(debug_assertions).then_some(crate::watch::DEFAULT_WATCHDOG),
+            blocking_warning: Some(crate::watch::DEFAULT_BLOCKING_WARNING),
             counters: Counters::default(),
             shuffling: None,
             topology: None,
@@ -155,6 +159,48 @@ impl Builder {
     /// ```
     pub fn oversubscribe(mut self, allow: bool) -> Builder {
         self.oversubscribe = allow;
+        self
+    }
+
+    /// The hang watchdog: when no green thread of the runtime has run for `period` while some
+    /// are live, no timer is due later, no `spawn_blocking`/`block_in_place` job is in flight
+    /// and no worker is computing, the runtime prints once (stderr, and a `tracing` error with
+    /// the `tracing` feature) what every parked green thread waits on (its name; the lock,
+    /// barrier with its arrivals, condition variable, channel or join) and what each worker is
+    /// doing, like Go's deadlock report; [`Runtime::debug_state`] gives the same text any time.
+    /// Default: [`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG) (10 s) in debug builds, off
+    /// (`None`) in release builds. The watcher thread reads what the workers already publish at
+    /// each switch; it costs the switch path nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = footprint_runtime::Runtime::builder()
+    ///     .workers(1)
+    ///     .watchdog(Some(Duration::from_secs(30)))
+    ///     .build()?;
+    /// assert_eq!(rt.stats().hang_reports, 0);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn watchdog(mut self, period: Option<std::time::Duration>) -> Builder {
+        self.watchdog = period;
+        self
+    }
+
+    /// The blocking detector: a worker that has run one green thread for longer than
+    /// `threshold` without a switch, with its OS thread blocked in the kernel (a `std` lock, a
+    /// `std::thread::sleep`, blocking I/O), is reported once per such run on stderr (and as a
+    /// `tracing` warning) with the thread's name and, where `/proc` shows it, the system call;
+    /// counted in [`RuntimeStats::blocking_warnings`]. A thread computing on the CPU is not
+    /// reported. Default [`DEFAULT_BLOCKING_WARNING`](crate::DEFAULT_BLOCKING_WARNING)
+    /// (100 ms); `None` turns it off.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).blocking_warning(None).build()?;
+    /// assert_eq!(rt.stats().blocking_warnings, 0);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn blocking_warning(mut self, threshold: Option<std::time::Duration>) -> Builder {
+        self.blocking_warning = threshold;
         self
     }
 
@@ -345,6 +391,13 @@ impl Builder {
                 .adaptive
                 .as_ref()
                 .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
+            watch: crate::watch::Watch::new(
+                crate::watch::WatchConfig {
+                    hang_after: self.watchdog,
+                    blocking_after: self.blocking_warning,
+                },
+                n,
+            ),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -377,6 +430,11 @@ impl Builder {
                     first_err.get_or_insert(e);
                 }
                 Err(_) => break,
+            }
+        }
+        if first_err.is_none() {
+            if let Err(e) = crate::watch::start(&shared) {
+                first_err = Some(Error::Spawn(e));
             }
         }
         if first_err.is_none() && shared.adaptive.is_some() {
@@ -477,8 +535,10 @@ fn worker_main(
     // `local` stays in this frame, unmoved, until the loop returns.
     let ctx: *const registry::ThreadCtx = &local.ctx;
     context::set_ctx(ctx);
+    shared.watch.register_worker(index, &local.ctx.current);
     local.open_source();
     local.run_loop();
+    shared.watch.unregister_worker(index);
     let abandoned = shared.abandoned.load(Ordering::SeqCst);
     // Stale entries (threads their joiners ran inline) still hold task references. Abandoned
     // (`shutdown_timeout`): queued green threads are never resumed, so nothing is dropped.
@@ -668,29 +728,32 @@ impl Runtime {
         self.shared.placement.stats()
     }
 
-    /// A one-line description of every queue and sleep state, for diagnosing hangs.
-    #[doc(hidden)]
+    /// What the runtime is doing now, for diagnosing a hang: each worker (the green thread it
+    /// runs and for how long, and whether its OS thread is blocked in the kernel and in which
+    /// system call; or asleep), then every parked green thread with its name and what it waits
+    /// on (the lock, the barrier with its arrivals, the condition variable, channel or join).
+    /// The hang watchdog ([`Builder::watchdog`]) prints the same text. Addresses identify
+    /// objects (two threads on one lock show one address).
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).build()?;
+    /// let gate = std::sync::Arc::new(footprint_locks::Barrier::new(2));
+    /// let g = gate.clone();
+    /// let h = rt.block_on(|| {
+    ///     footprint_runtime::GreenBuilder::new().name("waiter").spawn(move || {
+    ///         g.wait();
+    ///     })
+    /// })?;
+    /// while !rt.debug_state().contains("'waiter' waits on a barrier") {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(rt.debug_state().contains("(it arrived 1 of 2)"));
+    /// gate.wait();
+    /// h.join().unwrap();
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
     pub fn debug_state(&self) -> String {
-        let sh = &self.shared;
-        let mut out = format!(
-            "live={} sleepers={} idle={} injector={} |",
-            sh.live(),
-            sh.sleepers.get(Ordering::SeqCst),
-            sh.idle.load(Ordering::SeqCst),
-            sh.injector.len()
-        );
-        for (i, w) in sh.workers.iter().enumerate() {
-            out.push_str(&format!(
-                " w{i}: sleep={} deque={} inbox={} bound={} spawned={} finished={} |",
-                w.sleep.state(Ordering::SeqCst),
-                w.stealer.len(),
-                w.inbox.len.load(Ordering::SeqCst),
-                w.inbox.bound_len.load(Ordering::SeqCst),
-                w.spawned.load(Ordering::SeqCst),
-                w.finished.load(Ordering::SeqCst)
-            ));
-        }
-        out
+        crate::watch::report::state(&self.shared)
     }
 
     pub(crate) fn shared_ptr(&self) -> *const Shared {

@@ -211,6 +211,11 @@ pub struct RuntimeStats {
     /// Green threads that could not get a stack when they first ran (the live-stack cap,
     /// memory, memory mappings): each failed its `JoinHandle`; the first was said on stderr.
     pub stack_failures: u64,
+    /// Runs of one green thread that the blocking detector reported
+    /// ([`Builder::blocking_warning`](crate::Builder::blocking_warning)).
+    pub blocking_warnings: u64,
+    /// Hang reports the watchdog printed ([`Builder::watchdog`](crate::Builder::watchdog)).
+    pub hang_reports: u64,
     /// What is measured at each switch, in words (see [`Counters`](crate::Counters)).
     pub counters: String,
     /// The first counter-source failure, if any (the workers then account time only).
@@ -231,6 +236,8 @@ impl RuntimeStats {
             stacks_mapped: sh.stacks_mapped.load(Ordering::Relaxed),
             overflows: sh.overflows.load(Ordering::Relaxed),
             stack_failures: sh.stack_limits.failures.load(Ordering::Relaxed),
+            blocking_warnings: sh.watch.blocking_warnings.load(Ordering::Relaxed),
+            hang_reports: sh.watch.hang_reports.load(Ordering::Relaxed),
             counters: sh.counters.describe.clone(),
             counter_error: sh
                 .counter_error

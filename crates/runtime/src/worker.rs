@@ -480,7 +480,9 @@ impl WorkerLocal {
                     self.begin_run(t);
                 }
                 t.last_worker.store(self.index, Ordering::Relaxed);
-                self.ctx.current.set(t);
+                self.ctx
+                    .current
+                    .store(ptr::from_ref(t).cast_mut(), Ordering::Relaxed);
                 // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
                 // block (the cell's owner) outlives that: we hold its run reference.
                 footprint_locks::hook::set_scheduled_class_cell(&t.class);
@@ -495,7 +497,7 @@ impl WorkerLocal {
                 };
                 // SAFETY: nothing runs on this thread's behalf now.
                 footprint_locks::hook::set_scheduled_class_cell(ptr::null());
-                self.ctx.current.set(ptr::null());
+                self.ctx.current.store(ptr::null_mut(), Ordering::Relaxed);
                 let misses = if self.timed { self.end_run(t) } else { None };
                 // The yield first, ahead of the match: it is the switch that a ping-pong of two
                 // threads takes every time (tested here rather than as a match arm, criterion's

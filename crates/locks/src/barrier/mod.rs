@@ -201,6 +201,11 @@ impl BarrierCore {
             holder_tid: 0,
             class: PriorityClass::BarrierWaiter,
             cell: None,
+            what: crate::hook::WaitOn::Barrier {
+                addr: self as *const Self as usize,
+                arrived: a.index + 1,
+                expected: self.n,
+            },
         };
         wait_until::<W>(&w, &mut || ready() || self.poisoned.load(Ordering::Relaxed));
         self.check_poison(kind);

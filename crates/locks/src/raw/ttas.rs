@@ -321,6 +321,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 0,
                 &mut || !self.park_marked(),
                 Some(deadline),
+                crate::hook::WaitOn::Lock(self as *const Self as usize),
             );
             // A release may have woken this thread (and set `WAKING`): clear the mark as
             // `lock_slow`'s woken waiters do, or every later release would wake nobody.
@@ -445,6 +446,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
                 class: PriorityClass::Waiter,
                 cell: None,
+                what: crate::hook::WaitOn::Lock(self as *const Self as usize),
             };
             waited += wait_until_woken::<W>(
                 &w,
