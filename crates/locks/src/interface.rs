@@ -181,6 +181,8 @@ pub enum WaitOn {
         arrived: usize,
         /// Participants per phase.
         expected: usize,
+        /// Where the waiter called `wait`.
+        at: &'static std::panic::Location<'static>,
     },
     /// A condition variable.
     Condvar(usize),

@@ -184,7 +184,7 @@ where
     // SAFETY: we join before returning, so `f`'s borrows outlive its run.
     let t = unsafe { spawn_blocking_raw(context::current_shared(), f) };
     // SAFETY: result type R, sole handle.
-    match unsafe { handle::join_task::<R>(t) } {
+    match unsafe { handle::join_task::<R>(t, None) } {
         Ok(v) => v,
         Err(p) => std::panic::resume_unwind(p),
     }

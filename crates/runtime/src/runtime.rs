@@ -617,7 +617,7 @@ impl Runtime {
         // SAFETY: join_task below waits for completion before `f`'s borrows can end.
         let t = unsafe { spawn_plain(&self.shared, f) };
         // SAFETY: the task's result type is R and we own its only handle.
-        match unsafe { handle::join_task::<R>(t) } {
+        match unsafe { handle::join_task::<R>(t, None) } {
             Ok(v) => v,
             Err(p) => resume_with_message(p),
         }
@@ -838,7 +838,7 @@ impl RuntimeRef {
         // wait for completion before `f`'s borrows end.
         let t = unsafe { spawn_plain(&*self.shared, f) };
         // SAFETY: result type R, sole handle.
-        match unsafe { handle::join_task::<R>(t) } {
+        match unsafe { handle::join_task::<R>(t, None) } {
             Ok(v) => v,
             Err(p) => resume_with_message(p),
         }

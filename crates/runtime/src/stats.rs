@@ -274,6 +274,13 @@ impl fmt::Display for RuntimeStats {
             "  green threads spawned {}, finished {}; steals {}; stacks mapped {}; overflows {}",
             self.spawned, self.finished, self.steals, self.stacks_mapped, self.overflows
         )?;
+        if self.stack_failures + self.blocking_warnings + self.hang_reports > 0 {
+            writeln!(
+                f,
+                "  stack failures {}; blocking warnings {}; hang reports {}",
+                self.stack_failures, self.blocking_warnings, self.hang_reports
+            )?;
+        }
         if let Some(e) = &self.counter_error {
             writeln!(f, "  counter source failed: {e}")?;
         }

@@ -179,8 +179,16 @@ fn a_barrier_one_short_is_reported() {
         &[
             &["no green thread of runtime"],
             &["4 parked green threads"],
-            &["waits on joining green thread 'party-0'"],
-            &["'party-", "waits on a barrier at 0x", "(it arrived 3 of 4)"],
+            &[
+                "waits on joining green thread 'party-0', called at",
+                "tests/watchdog.rs:",
+            ],
+            &[
+                "'party-",
+                "waits on a barrier at 0x",
+                "(it arrived 3 of 4), called at",
+                "tests/watchdog.rs:",
+            ],
             &["'party-", "(it arrived 1 of 4)"],
         ],
     );

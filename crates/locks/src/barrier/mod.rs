@@ -177,7 +177,9 @@ impl BarrierCore {
         }
     }
 
-    /// Waits until `ready()` (or poisoning) under policy `W`, parked under `key`.
+    /// Waits until `ready()` (or poisoning) under policy `W`, parked under `key`. (Tracks its
+    /// caller: the barrier's `wait` passes its own caller on, which a report names.)
+    #[track_caller]
     pub(crate) fn wait_for<W: WaitPolicy>(
         &self,
         a: &Arrival,
@@ -205,6 +207,7 @@ impl BarrierCore {
                 addr: self as *const Self as usize,
                 arrived: a.index + 1,
                 expected: self.n,
+                at: std::panic::Location::caller(),
             },
         };
         wait_until::<W>(&w, &mut || ready() || self.poisoned.load(Ordering::Relaxed));

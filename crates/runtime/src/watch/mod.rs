@@ -275,8 +275,9 @@ fn observe(shared: &Shared, hang: &mut HangState, now: Instant) -> bool {
             watch.hang_reports.fetch_add(1, Ordering::Relaxed);
             let msg = format!(
                 "footprint: no green thread of runtime {} has run for {:.1} s while {live} are live, \
-                 and nothing can wake them (no timer due, no blocking-pool job in flight): a \
-                 deadlock or a blocked worker. Said once until something runs again \
+                 and nothing in the runtime can wake them (no timer due, no blocking-pool job in \
+                 flight): a deadlock or a blocked worker, unless another OS thread or process is \
+                 to wake them. Said once until something runs again \
                  (Builder::watchdog sets the period; Runtime::debug_state gives this report \
                  any time).\n{}",
                 shared.id,

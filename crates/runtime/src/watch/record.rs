@@ -13,7 +13,8 @@
 
 use crate::task::Task;
 use footprint_locks::WaitOn;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::panic::Location;
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What a parked thread waits on (the record's `kind`).
@@ -75,6 +76,8 @@ pub(crate) struct Wait {
     pub(crate) b: usize,
     /// The runtime (`Shared` address) of the thread when it noted the wait.
     pub(crate) runtime: usize,
+    /// Where the wait was called, when the waiting call tracks its caller.
+    pub(crate) at: Option<&'static Location<'static>>,
 }
 
 /// The last wait a green thread noted (written by the thread itself, read by reports).
@@ -85,12 +88,23 @@ pub(crate) struct WaitRecord {
     a: AtomicUsize,
     b: AtomicUsize,
     runtime: AtomicUsize,
+    at: AtomicPtr<Location<'static>>,
 }
 
 impl WaitRecord {
     /// Notes a wait of the calling green thread (on its runtime `runtime`).
     #[inline]
-    pub(crate) fn note(&self, kind: WaitKind, addr: usize, a: usize, b: usize, runtime: usize) {
+    pub(crate) fn note(&self, w: Wait) {
+        let Wait {
+            kind,
+            addr,
+            a,
+            b,
+            runtime,
+            at,
+        } = w;
+        let at = at.map_or(std::ptr::null_mut(), |l| std::ptr::from_ref(l).cast_mut());
+        self.at.store(at, Ordering::Relaxed);
         self.kind.store(kind as u8, Ordering::Relaxed);
         self.addr.store(addr, Ordering::Relaxed);
         self.a.store(a, Ordering::Relaxed);
@@ -100,6 +114,7 @@ impl WaitRecord {
 
     /// Notes a wait a lock told through the scheduler hook.
     pub(crate) fn note_lock(&self, what: WaitOn, runtime: usize) {
+        let mut at = None;
         let (kind, addr, a, b) = match what {
             WaitOn::Lock(p) => (WaitKind::Lock, p, 0, 0),
             WaitOn::RwLock(p) => (WaitKind::RwLock, p, 0, 0),
@@ -107,7 +122,11 @@ impl WaitRecord {
                 addr,
                 arrived,
                 expected,
-            } => (WaitKind::Barrier, addr, arrived, expected),
+                at: called,
+            } => {
+                at = Some(called);
+                (WaitKind::Barrier, addr, arrived, expected)
+            }
             WaitOn::Condvar(p) => (WaitKind::Condvar, p, 0, 0),
             WaitOn::Channel { addr, send: true } => (WaitKind::ChannelSend, addr, 0, 0),
             WaitOn::Channel { addr, send: false } => (WaitKind::ChannelRecv, addr, 0, 0),
@@ -115,7 +134,14 @@ impl WaitRecord {
             WaitOn::Once(p) => (WaitKind::Once, p, 0, 0),
             _ => (WaitKind::Unknown, 0, 0, 0),
         };
-        self.note(kind, addr, a, b, runtime);
+        self.note(Wait {
+            kind,
+            addr,
+            a,
+            b,
+            runtime,
+            at,
+        });
     }
 
     pub(crate) fn read(&self) -> Wait {
@@ -125,18 +151,29 @@ impl WaitRecord {
             a: self.a.load(Ordering::Relaxed),
             b: self.b.load(Ordering::Relaxed),
             runtime: self.runtime.load(Ordering::Relaxed),
+            // SAFETY: only `&'static Location`s (or null) are stored.
+            at: unsafe { self.at.load(Ordering::Relaxed).cast_const().as_ref() },
         }
     }
 }
 
-/// Notes a wait of the calling green thread, if the caller is one (the runtime's own waits).
+/// Notes a wait of the calling green thread, if the caller is one (the runtime's own waits),
+/// called at `at` when known.
 #[inline]
-pub(crate) fn note_current(kind: WaitKind, addr: usize, a: usize, b: usize) {
+pub(crate) fn note_current(kind: WaitKind, addr: usize, at: Option<&'static Location<'static>>) {
     let t = crate::context::current_task_ptr();
     if !t.is_null() {
-        let rt = crate::context::current_shared() as usize;
+        let runtime = crate::context::current_shared() as usize;
+        let w = Wait {
+            kind,
+            addr,
+            a: 0,
+            b: 0,
+            runtime,
+            at,
+        };
         // SAFETY: the running green thread's control block is alive while it runs.
-        unsafe { (*t).wait.note(kind, addr, a, b, rt) };
+        unsafe { (*t).wait.note(w) };
     }
 }
 
@@ -184,5 +221,73 @@ pub(crate) fn for_each_block(mut f: impl FnMut(&Task)) {
     for &p in b.iter() {
         // SAFETY: as in `forget`.
         f(unsafe { &*(p as *const Task) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four threads allocate and drop listed control blocks at once (removals swap blocks
+    /// into freed slots): every block ends unlisted, and every listed block's slot is its
+    /// index.
+    #[test]
+    fn registry_stays_consistent_under_concurrent_churn() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let mut held = Vec::new();
+                    let mut mine = Vec::new();
+                    for i in 0..5_000 {
+                        let t = new_task();
+                        mine.push(Arc::as_ptr(&t) as usize);
+                        held.push(t);
+                        if i % 3 == 0 {
+                            held.swap_remove(i % held.len());
+                        }
+                    }
+                    drop(held);
+                    mine
+                })
+            })
+            .collect();
+        let mut addrs = Vec::new();
+        for t in threads {
+            addrs.extend(t.join().unwrap());
+        }
+        let b = blocks();
+        for (i, &p) in b.iter().enumerate() {
+            // SAFETY: listed blocks are alive while the lock is held.
+            let slot = unsafe { (*(p as *const Task)).registry_slot.load(Ordering::Relaxed) };
+            assert_eq!(slot, i);
+        }
+        // Other tests of this binary may list blocks meanwhile, at addresses freed here; so
+        // this checks the count of ours only loosely: none of the 20,000 is left in bulk.
+        let left = addrs.iter().filter(|a| b.contains(a)).count();
+        assert!(left < 100, "{left} dropped blocks still listed");
+    }
+
+    #[test]
+    fn a_noted_wait_reads_back() {
+        let r = WaitRecord::default();
+        let here = Location::caller();
+        r.note_lock(
+            WaitOn::Barrier {
+                addr: 0x1000,
+                arrived: 3,
+                expected: 4,
+                at: here,
+            },
+            7,
+        );
+        let w = r.read();
+        assert_eq!(
+            (w.kind, w.addr, w.a, w.b, w.runtime),
+            (WaitKind::Barrier, 0x1000, 3, 4, 7)
+        );
+        assert_eq!(w.at, Some(here));
+        r.note_lock(WaitOn::Lock(0x2000), 7);
+        let w = r.read();
+        assert_eq!((w.kind, w.addr, w.at), (WaitKind::Lock, 0x2000, None));
     }
 }

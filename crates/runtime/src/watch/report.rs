@@ -125,9 +125,10 @@ pub(crate) fn state(shared: &Shared) -> String {
         if parked.is_empty() { "" } else { ":" }
     );
     for (addr, w) in &parked {
+        let at = w.at.map(|l| format!(", called at {l}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "    {} waits on {}",
+            "    {} waits on {}{at}",
             thread_name(shared, *addr),
             describe_wait(shared, w)
         );
