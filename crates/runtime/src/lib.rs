@@ -54,6 +54,18 @@
 //! other half still references the stack), and on other targets, the process prints that report
 //! and aborts.
 //!
+//! # Diagnostics
+//! Each runtime has a watcher thread that costs the switch path nothing (it reads what the
+//! workers publish at every switch already). Its blocking detector
+//! ([`Builder::blocking_warning`], default 100 ms) names a worker that has run one green thread
+//! that long while blocked in the kernel (a `std` lock, `std::thread::sleep`, blocking I/O),
+//! with the system call where `/proc` shows it. Its hang watchdog ([`Builder::watchdog`], on by
+//! default in debug builds) prints, when nothing has run for the period while green threads
+//! wait and nothing can wake them, every worker's state and every parked green thread with what
+//! it waits on (lock, barrier with its arrivals, condition variable, channel, join, sleep) and,
+//! for joins, sleeps and barriers, where it was called; [`Runtime::debug_state`] gives the
+//! same report at any time.
+//!
 //! # Shutdown
 //! Dropping a [`Runtime`] waits until all its green threads (detached ones included) have
 //! finished, then stops the workers and frees the pools.

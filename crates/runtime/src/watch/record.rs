@@ -184,7 +184,10 @@ fn blocks() -> std::sync::MutexGuard<'static, Vec<usize>> {
     BLOCKS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A new control block, listed in the registry.
+/// A new control block, listed in the registry. Out of line: the pools' miss path, kept out
+/// of the worker loop's code.
+#[cold]
+#[inline(never)]
 pub(crate) fn new_task() -> Arc<Task> {
     let t = Arc::new(Task::new());
     let mut b = blocks();
