@@ -84,6 +84,9 @@ pub(crate) struct Seen {
     pub(crate) since: Instant,
     /// This run was reported as blocking.
     pub(crate) warned: bool,
+    /// The worker's CPU time when the run had lasted half the threshold, and when that was
+    /// (read only for runs that long: a blocked run uses next to no CPU after it).
+    pub(crate) cpu_mark: Option<(u64, Instant)>,
 }
 
 /// The watcher's per-runtime state (in `Shared`).
@@ -235,16 +238,23 @@ fn observe(shared: &Shared, hang: &mut HangState, now: Instant) -> bool {
                     runs,
                     since: now,
                     warned: false,
+                    cpu_mark: None,
                 },
             };
             let mut s = s;
-            if let Some(limit) = watch.config.blocking_after {
-                if current != 0 && !s.warned && now.duration_since(s.since) >= limit {
-                    let state = proc::thread_state(watch.workers[i].tid.load(Ordering::Relaxed));
-                    if state.blocked() {
-                        s.warned = true;
-                        to_warn.push((i, current, now.duration_since(s.since), state));
-                    }
+            let tid = watch.workers[i].tid.load(Ordering::Relaxed);
+            let ran = now.duration_since(s.since);
+            let limit = watch
+                .config
+                .blocking_after
+                .unwrap_or(DEFAULT_BLOCKING_WARNING);
+            if current != 0 && s.cpu_mark.is_none() && ran >= limit / 2 {
+                s.cpu_mark = proc::cpu_ns(tid).map(|c| (c, now));
+            }
+            if watch.config.blocking_after.is_some() && current != 0 && !s.warned && ran >= limit {
+                if let Some(state) = blocked_since_mark(&s, tid, now) {
+                    s.warned = true;
+                    to_warn.push((i, current, ran, state));
                 }
             }
             seen[i] = Some(s);
@@ -292,6 +302,25 @@ fn observe(shared: &Shared, hang: &mut HangState, now: Instant) -> bool {
     busy
 }
 
+/// The worker's OS thread state if it is blocked: sleeping in the kernel now, and (where the
+/// CPU time is readable) next to no CPU used since the run's mark; `None` if it computes, or if
+/// the mark is too recent to tell.
+fn blocked_since_mark(s: &Seen, tid: i32, now: Instant) -> Option<proc::ThreadState> {
+    let state = proc::thread_state(tid);
+    if !state.blocked() {
+        return None;
+    }
+    match (s.cpu_mark, proc::cpu_ns(tid)) {
+        (Some((c0, t0)), Some(c1)) => {
+            let wall = now.duration_since(t0);
+            (!wall.is_zero() && proc::mostly_waiting(c1.saturating_sub(c0), wall)).then_some(state)
+        }
+        // The CPU time is not readable here: the state letter is all there is.
+        (_, None) => Some(state),
+        (None, Some(_)) => None,
+    }
+}
+
 /// Whether nothing can make progress by itself: no timer due later, no blocking-pool job in
 /// flight, and no worker computing (a worker in one long run that is not blocked in the
 /// kernel is working, not hung).
@@ -302,8 +331,13 @@ fn hung(shared: &Shared, now: Instant) -> bool {
     if crate::timer::next_deadline().is_some_and(|d| d > now) {
         return false;
     }
+    let seen = shared.watch.seen.lock().unwrap_or_else(|e| e.into_inner());
     (0..shared.workers.len()).all(|i| {
-        shared.watch.current_of(i) == 0
-            || proc::thread_state(shared.watch.workers[i].tid.load(Ordering::Relaxed)).blocked()
+        let current = shared.watch.current_of(i);
+        let tid = shared.watch.workers[i].tid.load(Ordering::Relaxed);
+        current == 0
+            || seen[i]
+                .filter(|s| s.current == current)
+                .is_some_and(|s| blocked_since_mark(&s, tid, now).is_some())
     })
 }
