@@ -192,6 +192,15 @@ mod tests {
     }
 
     #[test]
+    fn waiting_means_next_to_no_cpu() {
+        let ms = std::time::Duration::from_millis;
+        assert!(mostly_waiting(0, ms(100)));
+        assert!(mostly_waiting(1_000_000, ms(100)));
+        // A computing thread getting an eighth of a CPU (a machine loaded 8 times over).
+        assert!(!mostly_waiting(12_500_000, ms(100)));
+    }
+
+    #[test]
     fn the_calling_thread_is_not_blocked() {
         let st = thread_state(gettid());
         assert_eq!(st.state, Some('R'), "{st:?}");
