@@ -150,6 +150,7 @@ fn main() -> ExitCode {
     };
     let rt = match Runtime::builder()
         .workers(o.workers)
+        .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
         .stack_size(o.stack_size)
         .guard_pages(o.guard_pages)
         .build()
