@@ -157,10 +157,15 @@ impl GuardKind {
 }
 
 /// The guard kind of this process: probed once, by installing a lightweight guard on a page of
-/// a scratch mapping (a kernel without them answers `EINVAL`).
+/// a scratch mapping (a kernel without them answers `EINVAL`). The environment variable
+/// `FOOTPRINT_GUARDS_MPROTECT` (any value) forces the `mprotect` fallback, to try what a kernel
+/// without lightweight guards does (the tests of the mapping limit use it).
 pub(crate) fn guard_kind() -> GuardKind {
     static KIND: std::sync::OnceLock<GuardKind> = std::sync::OnceLock::new();
     *KIND.get_or_init(|| {
+        if std::env::var_os("FOOTPRINT_GUARDS_MPROTECT").is_some() {
+            return GuardKind::Mprotect;
+        }
         let page = crate::sys::page_size();
         let Ok(at) = map(page) else {
             return GuardKind::Mprotect;

@@ -73,8 +73,9 @@ pub(crate) fn describe(shared: &Shared, err: &Error) -> String {
         mapped = shared.stacks_mapped.load(Ordering::Relaxed),
         size = shared.stack_size,
         first = if mprotect {
-            "Builder::guard_pages(false) (each guarded stack costs two mappings on this kernel, \
-             which lacks MADV_GUARD_INSTALL), "
+            "Builder::guard_pages(false) (each guarded stack costs two mappings with mprotect \
+             guards: the kernel lacks MADV_GUARD_INSTALL, Linux 6.13+, or \
+             FOOTPRINT_GUARDS_MPROTECT is set), "
         } else {
             "Builder::guard_pages(false), "
         },

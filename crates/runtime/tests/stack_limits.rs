@@ -135,10 +135,19 @@ fn many_blocked_threads_on_unguarded_stacks() {
 /// Runs this test binary's test `name` again in a child process with `FOOTPRINT_CHILD=name`;
 /// returns its stderr lines as they come and the child.
 fn child(name: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    child_with(name, &[])
+}
+
+/// [`child`] with more environment variables.
+fn child_with(
+    name: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     use std::io::BufRead;
     let mut c = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--nocapture", "--test-threads", "1"])
         .env("FOOTPRINT_CHILD", name)
+        .envs(env.iter().copied())
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -260,5 +269,57 @@ fn a_hundred_thousand_on_a_barrier_finish_or_say_why_not() {
             let _ = c.kill();
             panic!("100,000 threads on a barrier: neither finished nor said why in {limit:?}");
         }
+    }
+}
+
+/// The same 100,000 threads with the `mprotect` guards of a kernel without lightweight guard
+/// regions (forced): each guarded stack costs two mappings, so about 30,000 start and the rest
+/// cannot. The runtime says so at once, naming the mapping limit and `guard_pages(false)`,
+/// instead of hanging in silence at the barrier (which it then does; the child is killed).
+#[test]
+fn with_mprotect_guards_the_mapping_limit_is_said_at_once() {
+    const NAME: &str = "with_mprotect_guards_the_mapping_limit_is_said_at_once";
+    if is_child(NAME) {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        rt.block_on(|| {
+            let barrier = Arc::new(Barrier::new(100_001));
+            let hs: Vec<_> = (0..100_000)
+                .map(|_| {
+                    let b = barrier.clone();
+                    spawn(move || {
+                        b.wait();
+                    })
+                })
+                .collect();
+            barrier.wait(); // never passes: the threads without a stack never arrive
+            drop(hs);
+        });
+        return;
+    }
+    let (mut c, lines) = child_with(NAME, &[("FOOTPRINT_GUARDS_MPROTECT", "1")]);
+    let start = Instant::now();
+    let said = loop {
+        match lines.recv_timeout(Duration::from_millis(200)) {
+            Ok(l) if l.contains("could not get a stack") => break l,
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the child ended without a word: {:?}", c.wait())
+            }
+        }
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("no word about the mapping limit in 240 s");
+        }
+    };
+    let _ = c.kill();
+    let _ = c.wait();
+    for part in [
+        "memory mappings",
+        "vm.max_map_count",
+        "Builder::guard_pages(false) (each guarded stack costs two mappings",
+        "mprotect guard pages",
+    ] {
+        assert!(said.contains(part), "missing {part:?}: {said}");
     }
 }
