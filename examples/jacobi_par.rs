@@ -67,7 +67,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = match footprint::Runtime::builder().workers(args.workers).build() {
+    // an experiment's explicit count: more workers than CPUs is meant
+    let rt = match footprint::Runtime::builder()
+        .workers(args.workers)
+        .oversubscribe(true)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot build the runtime: {e}");

@@ -9,8 +9,9 @@
 //!
 //! Options: `--threads <n>` (default 1,000,000), `--wait barrier|mutex` (default barrier),
 //! `--workers <n>` (default 2), `--stack-size <bytes>` (default 65536), `--guard-pages on|off`
-//! (default off: a million guarded stacks need two memory mappings each, past
-//! `vm.max_map_count`; see the README section "A million blocked green threads").
+//! (default on, as the runtime's: where the kernel has lightweight guard regions, Linux 6.13+, a
+//! million guarded stacks fit; on older kernels guarded stacks cost two memory mappings each and
+//! stop near 30,000, which the runtime says at once; see `crates/runtime/README.md`, "Limits").
 
 use footprint::sync::{Barrier, Mutex};
 use footprint::{GreenBuilder, Runtime};
@@ -42,7 +43,7 @@ fn parse_args() -> Result<Options, String> {
         wait: Wait::Barrier,
         workers: 2,
         stack_size: 64 << 10,
-        guard_pages: false,
+        guard_pages: true,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -149,6 +150,7 @@ fn main() -> ExitCode {
     };
     let rt = match Runtime::builder()
         .workers(o.workers)
+        .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
         .stack_size(o.stack_size)
         .guard_pages(o.guard_pages)
         .build()

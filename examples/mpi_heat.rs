@@ -360,7 +360,8 @@ fn main() -> ExitCode {
     let here = fmpi::abort_on_error(&world, fmpi::placement(&world));
     let mut builder = Runtime::builder();
     if let Some(workers) = c.workers {
-        builder = builder.workers(workers);
+        // an experiment's explicit count: more workers than CPUs is meant
+        builder = builder.workers(workers).oversubscribe(true);
     }
     let rt = fmpi::abort_on_error(&world, builder.build());
     println!("{here}, {} workers", rt.workers());

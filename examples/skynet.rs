@@ -115,6 +115,7 @@ fn run(options: &Options) -> Result<Vec<Duration>, String> {
         Impl::Footprint => {
             let rt = footprint::Runtime::builder()
                 .workers(options.workers)
+                .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
                 .build()
                 .map_err(|e| format!("building the footprint runtime failed: {e}"))?;
             for _ in 0..options.runs {

@@ -13,7 +13,9 @@
 //! leaked). At the end the OS-thread count and the resident memory must be back at the baseline
 //! (the shared blocking pool's threads, kept 10 s idle, must all retire within 20 s).
 //! A failure prints the seed and the round and exits non-zero; a watchdog turns a round that
-//! makes no progress for 60 s into a failure with the runtime's `debug_state()`.
+//! makes no progress for 60 s into a failure with the runtime's `debug_state()`. Every runtime
+//! runs with the runtime's own hang watchdog (10 s) and blocking detector on, and must end
+//! clean: a hang report or a blocking warning fails the soak.
 //!
 //! New APIs (channels, `RwLock`, `OnceLock` when they land) go in `OPS` below: add a function
 //! `fn op_name(rng: &mut Rng, rt: &Runtime)` that asserts its invariant, and one row.
@@ -272,10 +274,7 @@ fn op_detached_spawns(rng: &mut Rng, _rt: &Runtime) {
     let workers = rng.range(1, 4) as usize;
     let n = rng.range(1, 500);
     let done = Arc::new(AtomicU64::new(0));
-    let rt = Runtime::builder()
-        .workers(workers)
-        .build()
-        .expect("runtime");
+    let rt = watched(workers);
     for _ in 0..n {
         let d = done.clone();
         rt.spawn(move || {
@@ -283,6 +282,7 @@ fn op_detached_spawns(rng: &mut Rng, _rt: &Runtime) {
             d.fetch_add(1, Ordering::SeqCst);
         });
     }
+    assert_clean(&rt);
     drop(rt);
     assert_eq!(done.load(Ordering::SeqCst), n, "detached threads finished");
 }
@@ -539,6 +539,35 @@ struct Args {
     only: Option<usize>,
 }
 
+/// A runtime with `workers` workers, the hang watchdog and the blocking detector on (in
+/// release builds too).
+fn watched(workers: usize) -> Runtime {
+    Runtime::builder()
+        .workers(workers)
+        .watchdog(Some(Duration::from_secs(10)))
+        .blocking_warning(Some(footprint::DEFAULT_BLOCKING_WARNING))
+        .build()
+        .expect("runtime")
+}
+
+/// Whether the runtime's watcher stayed quiet (no hang report, no blocking warning).
+fn clean(rt: &Runtime) -> Result<(), String> {
+    let s = rt.stats();
+    if s.hang_reports + s.blocking_warnings > 0 {
+        return Err(format!(
+            "the watcher reported {} hang(s) and {} blocking run(s) (see stderr)",
+            s.hang_reports, s.blocking_warnings
+        ));
+    }
+    Ok(())
+}
+
+fn assert_clean(rt: &Runtime) {
+    if let Err(msg) = clean(rt) {
+        panic!("{msg}");
+    }
+}
+
 fn usage_exit(bad: &str) -> ! {
     let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
     eprintln!(
@@ -631,7 +660,7 @@ fn main() {
     let mut rng = Rng(seed);
     let end = Instant::now() + Duration::from_secs(a.seconds);
     let mut baseline = None;
-    let mut rt: Arc<Runtime> = Arc::new(Runtime::builder().workers(2).build().expect("runtime"));
+    let mut rt: Arc<Runtime> = Arc::new(watched(2));
     let mut round = 0u64;
     let mut counts = vec![0u64; OPS.len()];
     while Instant::now() < end || round < OPS.len() as u64 {
@@ -640,12 +669,11 @@ fn main() {
             // A runtime built and dropped: the old one's drop waits for all its threads.
             let workers = rng.range(1, 5) as usize;
             *progress.rt.lock().unwrap() = None;
-            rt = Arc::new(
-                Runtime::builder()
-                    .workers(workers)
-                    .build()
-                    .expect("runtime"),
-            );
+            if let Err(msg) = clean(&rt) {
+                eprintln!("soak: FAILED seed={seed} round={round}: {msg}");
+                std::process::exit(1);
+            }
+            rt = Arc::new(watched(workers));
         }
         // The first rounds run every operation once (warm-up: lazily started threads and pools).
         let op = if round <= OPS.len() as u64 {
@@ -680,6 +708,10 @@ fn main() {
     }
     *progress.rt.lock().unwrap() = None;
     let rt_threads = rt.workers() as u64;
+    if let Err(msg) = clean(&rt) {
+        eprintln!("soak: FAILED seed={seed} round={round}: {msg}");
+        std::process::exit(1);
+    }
     drop(rt);
     // The blocking pool keeps idle threads for its keep-alive and is shared by every runtime, so
     // its threads are counted apart: they must all retire (a thread that never does is a leak),

@@ -57,7 +57,8 @@ impl Config {
     pub fn build(self) -> Runtime {
         let b = Runtime::builder();
         match self {
-            Config::Fixed(n) => b.workers(n),
+            // an experiment's explicit count: more workers than CPUs is meant
+            Config::Fixed(n) => b.workers(n).oversubscribe(true),
             Config::Adaptive(a, b2) => b.adaptive_workers(a..=b2),
         }
         .build()

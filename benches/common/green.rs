@@ -5,6 +5,7 @@
 pub fn runtime(workers: usize) -> footprint::Runtime {
     footprint::Runtime::builder()
         .workers(workers)
+        .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
         .build()
         .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
 }

@@ -22,6 +22,7 @@ pub fn ready_orders() -> [(&'static str, ReadyOrder); 3] {
 pub fn runtime(workers: usize, order: ReadyOrder, counters: Counters) -> footprint::Runtime {
     footprint::Runtime::builder()
         .workers(workers)
+        .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
         .ready_order(order)
         .counters(counters)
         .build()

@@ -16,6 +16,7 @@ pub const SLEEP: Duration = Duration::from_millis(1);
 pub fn runtime(workers: usize) -> Result<footprint::Runtime, footprint::Error> {
     footprint::Runtime::builder()
         .workers(workers)
+        .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
         .stack_size(64 << 10)
         .build()
 }

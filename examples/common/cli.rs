@@ -26,7 +26,8 @@ pub fn workers_arg(arg: Option<String>, usage: &str) -> Result<Option<usize>, Ex
 pub fn build_runtime(workers: Option<usize>) -> Result<Runtime, ExitCode> {
     let mut builder = Runtime::builder();
     if let Some(w) = workers {
-        builder = builder.workers(w);
+        // an experiment's explicit count: more workers than CPUs is meant
+        builder = builder.workers(w).oversubscribe(true);
     }
     builder.build().map_err(|e| {
         eprintln!("cannot build the runtime: {e}");

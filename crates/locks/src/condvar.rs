@@ -93,7 +93,9 @@ impl Condvar {
     fn block(queued: Enqueued<'_>, deadline: Option<Instant>) -> bool {
         let scope = ClassScope::enter::<Informed>();
         scope.publish(PriorityClass::Waiter);
-        let notified = queued.park(current_hook(), &mut || true, deadline);
+        let hook = current_hook();
+        hook.note_wait(crate::hook::WaitOn::Condvar(queued.queue_addr()));
+        let notified = queued.park(hook, &mut || true, deadline);
         scope.restore();
         notified
     }

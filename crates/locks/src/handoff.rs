@@ -8,7 +8,7 @@
 //! waiter parks through the scheduler hook (a green thread parks off its worker) until the
 //! outcome is set or its deadline passes; it publishes `Waiter` meanwhile.
 
-use crate::hook::{current_hook, PriorityClass, Unparker};
+use crate::hook::{current_hook, PriorityClass, Unparker, WaitOn};
 use crate::sync::{AtomicUsize, Ordering};
 use crate::wait::{ClassScope, Informed};
 use std::cell::UnsafeCell;
@@ -86,7 +86,7 @@ impl<T> Handoff<T> {
     /// (the caller then unlinks the node under the owner's lock, or finds it completed).
     // Under loom `YIELDS_BEFORE_PARK` is 0, so the yield loop's range is empty on purpose.
     #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))]
-    pub(crate) fn park(&self, deadline: Option<Instant>) -> usize {
+    pub(crate) fn park(&self, deadline: Option<Instant>, what: WaitOn) -> usize {
         let mut outcome = self.outcome();
         if outcome != WAITING {
             return outcome;
@@ -106,6 +106,7 @@ impl<T> Handoff<T> {
                 return outcome;
             }
         }
+        hook.note_wait(what);
         while outcome == WAITING {
             match deadline {
                 None => hook.park(),

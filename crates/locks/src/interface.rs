@@ -162,6 +162,44 @@ impl fmt::Debug for Unparker {
     }
 }
 
+/// What a thread is about to park on, told to its scheduler with
+/// [`SchedulerHook::note_wait`] (for diagnostics: a runtime's report of a hang names what each
+/// parked thread waits on). Addresses identify the object (two threads parked on the same lock
+/// show the same address); they are never dereferenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitOn {
+    /// A mutex (any of the raw locks, or a timed acquisition).
+    Lock(usize),
+    /// A reader-writer lock.
+    RwLock(usize),
+    /// A barrier: the waiter arrived as `arrived`-th of `expected` participants.
+    Barrier {
+        /// The barrier's address.
+        addr: usize,
+        /// Arrivals in this phase, the waiter's own included, when it parked.
+        arrived: usize,
+        /// Participants per phase.
+        expected: usize,
+        /// Where the waiter called `wait`.
+        at: &'static std::panic::Location<'static>,
+    },
+    /// A condition variable.
+    Condvar(usize),
+    /// A channel: `send` true for a sender waiting for room or a receiver, false for a
+    /// receiver waiting for a message.
+    Channel {
+        /// The channel's address.
+        addr: usize,
+        /// Which side waits.
+        send: bool,
+    },
+    /// A semaphore.
+    Semaphore(usize),
+    /// A `Once`, `OnceLock` or `LazyLock` being initialised by another thread.
+    Once(usize),
+}
+
 /// The scheduler of the calling thread, as a lock sees it. See the module docs for the contract.
 pub trait SchedulerHook: Send + Sync {
     /// The current thread's published class.
@@ -198,4 +236,11 @@ pub trait SchedulerHook: Send + Sync {
     /// Estimated cost in nanoseconds of blocking and later resuming the current thread (one park
     /// plus one unpark), used by the two-phase spin-or-block rule.
     fn switch_cost_ns(&self) -> u64;
+
+    /// Tells the scheduler what the current thread is about to park on (called before the
+    /// park loop of every blocking wait; the default ignores it). A runtime keeps it for its
+    /// hang report.
+    fn note_wait(&self, what: WaitOn) {
+        let _ = what;
+    }
 }

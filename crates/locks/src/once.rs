@@ -160,6 +160,7 @@ impl Once {
             0,
             &mut || done(self.state.load(Ordering::SeqCst)),
             None,
+            crate::hook::WaitOn::Once(self as *const Self as usize),
         );
     }
 

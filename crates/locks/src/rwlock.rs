@@ -79,6 +79,7 @@ impl<W: WaitPolicy> RawRwLock<W> {
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class: PriorityClass::Waiter,
             cell: scope.cell(),
+            what: crate::hook::WaitOn::RwLock(self as *const Self as usize),
         }
     }
 

@@ -80,7 +80,8 @@ impl Semaphore {
                 return Some(SemaphorePermit { sem: self, n });
             }
             let ready = &mut || self.permits.load(Ordering::SeqCst) >= n;
-            if !park_until(&self.queue, n, ready, deadline) {
+            let what = crate::hook::WaitOn::Semaphore(self as *const Self as usize);
+            if !park_until(&self.queue, n, ready, deadline, what) {
                 return None;
             }
         }

@@ -1,7 +1,7 @@
 //! Waiting with a deadline on a [`WaitQueue`]: the building block of the timed operations
 //! (`try_lock_for`, `Semaphore::acquire_timeout`).
 
-use crate::hook::{current_hook, PriorityClass};
+use crate::hook::{current_hook, PriorityClass, WaitOn};
 use crate::wait::{ClassScope, Informed, WaitQueue};
 use std::time::Instant;
 
@@ -13,11 +13,13 @@ pub(crate) fn park_until(
     key: usize,
     ready: &mut dyn FnMut() -> bool,
     deadline: Option<Instant>,
+    what: WaitOn,
 ) -> bool {
     if ready() {
         return true;
     }
     let hook = current_hook();
+    hook.note_wait(what);
     let scope = ClassScope::enter::<Informed>();
     scope.publish(PriorityClass::Waiter);
     let ok = loop {

@@ -9,7 +9,6 @@ use crate::registry::{Shared, ThreadCtx};
 use crate::runtime;
 use crate::task::{Task, LIFE_RUNNING};
 use crate::{context, handle, spawn};
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -91,13 +90,21 @@ fn blocking_main() {
     }
 }
 
+/// Jobs submitted to the pool and not finished (all runtimes): while any is, a runtime whose
+/// green threads all wait may be waiting for it, not hung (`watch/`).
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+pub(crate) fn in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::Relaxed)
+}
+
 fn run_blocking(t: Arc<Task>) {
     // SAFETY: the task is unfinished, so its runtime is alive.
     let shared = unsafe { t.runtime() };
     let ctx = ThreadCtx {
         shared,
         worker: std::ptr::null(),
-        current: Cell::new(std::ptr::null()),
+        current: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
     };
     context::set_ctx(&ctx);
     // SAFETY: blocking tasks are created LIFE_RUNNING and handed only to this pool, so this
@@ -108,6 +115,7 @@ fn run_blocking(t: Arc<Task>) {
     }
     spawn::count_finished(&t);
     context::set_ctx(std::ptr::null());
+    IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// # Safety
@@ -123,6 +131,7 @@ where
     t.life.store(LIFE_RUNNING, Ordering::Relaxed);
     // SAFETY: shared is alive (caller's runtime or the global one).
     unsafe { (*shared).ext_spawned.fetch_add(1, Ordering::Release) };
+    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
     submit(t.clone());
     t
 }
@@ -175,7 +184,7 @@ where
     // SAFETY: we join before returning, so `f`'s borrows outlive its run.
     let t = unsafe { spawn_blocking_raw(context::current_shared(), f) };
     // SAFETY: result type R, sole handle.
-    match unsafe { handle::join_task::<R>(t) } {
+    match unsafe { handle::join_task::<R>(t, None) } {
         Ok(v) => v,
         Err(p) => std::panic::resume_unwind(p),
     }

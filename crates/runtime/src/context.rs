@@ -35,7 +35,11 @@ pub(crate) fn current_task_ptr() -> *const Task {
         ptr::null()
     } else {
         // SAFETY: a non-null context lives as long as its OS thread's worker loop.
-        unsafe { (*c).current.get() }
+        unsafe {
+            (*c).current
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .cast_const()
+        }
     }
 }
 
@@ -87,7 +91,13 @@ pub(crate) fn same_runtime_green(shared: *const Shared) -> bool {
     // SAFETY: as in current_task_ptr.
     !c.is_null()
         && unsafe {
-            (*c).shared == shared && !(*c).worker.is_null() && !(*c).current.get().is_null()
+            (*c).shared == shared
+                && !(*c).worker.is_null()
+                && !(*c)
+                    .current
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    .cast_const()
+                    .is_null()
         }
 }
 
@@ -134,7 +144,10 @@ fn green_on_worker(
         if shared.is_some_and(|s| !ptr::eq((*c).shared, s)) {
             return None;
         }
-        let t = (*c).current.get();
+        let t = (*c)
+            .current
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .cast_const();
         let w = (*c).worker;
         if t.is_null() || w.is_null() {
             None

@@ -50,7 +50,8 @@ pub enum Error {
     /// Starting a worker OS thread failed.
     Spawn(std::io::Error),
     /// Mapping a green-thread stack failed: out of memory, or out of memory mappings
-    /// (`vm.max_map_count`; with guard pages each stack costs two).
+    /// (`vm.max_map_count`; with `mprotect` guard pages, on kernels without lightweight guard
+    /// regions, each stack costs two).
     Stack(std::io::Error),
     /// [`Counters::Hardware`](crate::Counters::Hardware) was asked for and this machine has no
     /// usable cache-miss counter.
@@ -75,6 +76,16 @@ pub enum Error {
         worker: usize,
         /// The runtime's worker count.
         workers: usize,
+    },
+    /// `workers(n)` asked for more than [`MAX_WORKERS_PER_CPU`](crate::MAX_WORKERS_PER_CPU)
+    /// workers per allowed CPU without `Builder::oversubscribe(true)`.
+    TooManyWorkers {
+        /// The worker count asked for.
+        requested: usize,
+        /// The CPUs the process may run on.
+        cpus: usize,
+        /// The largest count accepted without opting in.
+        max: usize,
     },
     // adaptive (issue 12)
     /// `Builder::adaptive_workers(min..=max)` was given `min` = 0, `min > max`, or `max` above
@@ -146,6 +157,11 @@ impl fmt::Display for Error {
             Error::Pin { worker, cpu, source } => write!(
                 f,
                 "pinning worker {worker} to CPU {cpu} failed ({source}); pass pin(false) to run unpinned"
+            ),
+            Error::TooManyWorkers { requested, cpus, max } => write!(
+                f,
+                "workers({requested}) is more than {} per CPU for the {cpus} CPUs this process may run on: pass workers(n) with n <= {max} (or leave it unset for one per CPU), or Builder::oversubscribe(true) if you mean it",
+                crate::runtime::MAX_WORKERS_PER_CPU
             ),
             Error::Spawn(e) => write!(f, "starting a worker thread failed ({e}); lower workers(n) or raise the process's thread limit"),
             Error::EmptyFragment { fragment } => write!(

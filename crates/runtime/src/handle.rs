@@ -22,7 +22,10 @@ const fn task_life_running() -> u8 {
 ///
 /// # Safety
 /// `task` must carry a job of result type `T` and the caller must own its join handle.
-pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
+pub(crate) unsafe fn join_task<T>(
+    task: Arc<Task>,
+    at: Option<&'static std::panic::Location<'static>>,
+) -> std::thread::Result<T> {
     let t = &*task;
     // The worker to recycle the block on, when the last thread-local read was after the joiner's
     // last suspension; else it is read again at the end.
@@ -82,6 +85,11 @@ pub(crate) unsafe fn join_task<T>(task: Arc<Task>) -> std::thread::Result<T> {
                 // SAFETY: as above.
                 unsafe { (*t.waiter.get()).take() };
             } else {
+                crate::watch::record::note_current(
+                    crate::watch::record::WaitKind::Join,
+                    ptr_of(t),
+                    at,
+                );
                 while !t.handle.is_done() {
                     park_current();
                 }
@@ -145,10 +153,11 @@ impl<T> JoinHandle<T> {
     /// panicked (or overflowed its stack, with a `String` payload saying so). A thread that has
     /// not started yet when it is joined from a green thread of the same runtime runs inline on
     /// the joiner's stack.
+    #[track_caller]
     pub fn join(mut self) -> std::thread::Result<T> {
         let task = self.task.take().expect("join handle used twice");
         // SAFETY: a JoinHandle<T> is only created for a job with result type T, and we own it.
-        unsafe { join_task::<T>(task) }
+        unsafe { join_task::<T>(task, Some(std::panic::Location::caller())) }
     }
 
     /// Whether the green thread has finished (its result is ready).
@@ -197,4 +206,9 @@ impl<T> std::fmt::Debug for JoinHandle<T> {
             .field("finished", &self.is_finished())
             .finish_non_exhaustive()
     }
+}
+
+/// The address of a control block (the key of the runtime's table of named threads).
+fn ptr_of(t: &crate::task::Task) -> usize {
+    t as *const crate::task::Task as usize
 }

@@ -102,6 +102,15 @@ impl SchedulerHook for GreenHook {
         }
     }
 
+    fn note_wait(&self, what: footprint_locks::WaitOn) {
+        let t = context::current_task_ptr();
+        if !t.is_null() {
+            let rt = context::current_shared() as usize;
+            // SAFETY: the running green thread's control block is alive while it runs.
+            unsafe { (*t).wait.note_lock(what, rt) };
+        }
+    }
+
     fn switch_cost_ns(&self) -> u64 {
         let s = context::current_shared();
         if s.is_null() {

@@ -90,6 +90,7 @@ where
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
         Some(panic::catch_unwind(AssertUnwindSafe(f)))
     } else {
+        crate::watch::record::note_current(crate::watch::record::WaitKind::JoinHalf, 0, None);
         while !job.done.probe() {
             parking::park_current();
         }
@@ -176,6 +177,7 @@ where
         _env: PhantomData,
     };
     let r = panic::catch_unwind(AssertUnwindSafe(|| f(&s)));
+    crate::watch::record::note_current(crate::watch::record::WaitKind::Scope, 0, None);
     while !s.data.pending.is_zero() {
         parking::park_current();
     }
@@ -246,10 +248,11 @@ unsafe impl<T> Sync for ScopedJoinHandle<'_, T> {}
 
 impl<T> ScopedJoinHandle<'_, T> {
     /// Waits for the green thread and returns its value or its panic payload.
+    #[track_caller]
     pub fn join(mut self) -> std::thread::Result<T> {
         let t = self.task.take().expect("handle used twice");
         // SAFETY: the task's result type is T and we own its handle.
-        unsafe { handle::join_task::<T>(t) }
+        unsafe { handle::join_task::<T>(t, Some(std::panic::Location::caller())) }
     }
 
     /// Whether the green thread has finished.

@@ -55,19 +55,38 @@
 //! other half still references the stack), and on other targets, the process prints that report
 //! and aborts.
 //!
+//! # Diagnostics
+//! Each runtime has a watcher thread that costs the switch path nothing (it reads what the
+//! workers publish at every switch already). Its blocking detector
+//! ([`Builder::blocking_warning`], default 100 ms) names a worker that has run one green thread
+//! that long while blocked in the kernel (a `std` lock, `std::thread::sleep`, blocking I/O),
+//! with the system call where `/proc` shows it. Its hang watchdog ([`Builder::watchdog`], on by
+//! default in debug builds) prints, when nothing has run for the period while green threads
+//! wait and nothing can wake them, every worker's state and every parked green thread with what
+//! it waits on (lock, barrier with its arrivals, condition variable, channel, join, sleep) and,
+//! for joins, sleeps and barriers, where it was called; [`Runtime::debug_state`] gives the
+//! same report at any time.
+//!
 //! # Shutdown
 //! Dropping a [`Runtime`] waits until all its green threads (detached ones included) have
 //! finished, then stops the workers and frees the pools.
 //!
 //! # Limits
-//! Each started, unfinished green thread holds one stack, carved from 64 MiB slabs. With guard
-//! pages (the default) each stack splits its slab into two mappings, so `vm.max_map_count`
-//! (65530 by default) bounds the number of *started, unfinished* green threads to roughly
-//! 30,000; with [`Builder::guard_pages`]`(false)` a slab stays one mapping and a million blocked
-//! threads fit (no overflow detection then). Spawned-but-not-started threads hold no stack.
+//! Each started, unfinished green thread holds one stack, carved from 64 MiB slabs; a
+//! spawned-but-not-started thread holds none. Where the kernel has lightweight guard regions
+//! (`MADV_GUARD_INSTALL`, Linux 6.13+) a guard page costs no mapping, so with the defaults
+//! (guard pages on, [`DEFAULT_STACK_SIZE`]) the number of blocked green threads is bounded by
+//! memory (a blocked thread touches a few KiB of its stack: about 4.6 KB each for a million
+//! threads on a barrier, `examples/million`) and address space (2 MiB + 4 KiB reserved per
+//! stack: 47 bits hold about 60 million), not by mappings. On older kernels each guard page is
+//! an `mprotect` that splits its slab into two mappings, and `vm.max_map_count` (65,530 by
+//! default) bounds the *started, unfinished* green threads to roughly 30,000; there
+//! [`Builder::guard_pages`]`(false)` keeps a slab one mapping (no overflow detection then).
 //! At a limit ([`Builder::max_stacks`], memory, mappings) [`GreenBuilder::spawn`] returns the
-//! typed [`Error`], [`spawn`] panics with its message, and a thread that cannot get a stack when
-//! it first runs fails its [`JoinHandle`] with that error.
+//! typed [`Error`] and [`spawn`] panics with its message; a thread that cannot get a stack when
+//! it first runs fails its [`JoinHandle`] with that error, and the first such failure of a
+//! runtime is said on stderr at once (what was live, the limit hit, the remedies) and counted
+//! in [`RuntimeStats::stack_failures`].
 
 // docs.rs (`--cfg docsrs`, nightly) badges the items that need a cargo feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -102,6 +121,7 @@ mod sleep;
 mod spare;
 mod spawn;
 mod stack;
+mod stack_refusal;
 mod start_deque;
 mod stats;
 mod sync;
@@ -110,6 +130,7 @@ mod task;
 mod timed_sleep;
 mod timer;
 mod trace;
+mod watch;
 mod worker;
 
 // adaptive (issue 12)
@@ -132,12 +153,13 @@ pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };
 pub use ready::ReadyOrder;
-pub use runtime::{current_runtime_id, global, Builder, Runtime};
+pub use runtime::{current_runtime_id, global, Builder, Runtime, MAX_WORKERS_PER_CPU};
 pub use sleep::wake_idle_workers;
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};
 pub use sys::process_cpu_time;
 pub use timed_sleep::{sleep, sleep_until};
+pub use watch::{DEFAULT_BLOCKING_WARNING, DEFAULT_WATCHDOG};
 
 /// The runtime's hand-off protocols, for the loom models in `tests/loom_*.rs` only (built under
 /// `RUSTFLAGS="--cfg loom"`, where their atomics are loom's). These are the functions the
@@ -167,11 +189,13 @@ pub mod park {
     /// Blocks the calling thread until a permit from its unparker is available. An unpark that
     /// came first is not lost; spurious returns are possible, so re-check in a loop.
     pub fn park() {
+        crate::watch::record::note_current(crate::watch::record::WaitKind::Park, 0, None);
         crate::parking::park_current()
     }
 
     /// Like [`park`], returning after at most `timeout`; `false` on timeout.
     pub fn park_timeout(timeout: std::time::Duration) -> bool {
+        crate::watch::record::note_current(crate::watch::record::WaitKind::Park, 0, None);
         footprint_locks::current_hook().park_timeout(timeout)
     }
 

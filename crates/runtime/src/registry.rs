@@ -133,6 +133,8 @@ pub(crate) struct Shared {
     pub(crate) tranquilizer: Option<crate::tranquilizer::daemon::TranquilizerState>,
     /// ADAPT's member state (`Builder::co_schedule`).
     pub(crate) node: Option<crate::node::NodeState>,
+    /// The watcher's view of the workers and its counters (`watch/`).
+    pub(crate) watch: crate::watch::Watch,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the
@@ -185,8 +187,10 @@ impl Drop for Shared {
 pub(crate) struct ThreadCtx {
     pub(crate) shared: *const Shared,
     pub(crate) worker: *const WorkerLocal,
-    /// The green thread running now on this worker (null in the scheduler loop).
-    pub(crate) current: Cell<*const Task>,
+    /// The green thread running now on this worker (null in the scheduler loop). Written by
+    /// this OS thread only (relaxed stores, plain moves), read by it and by the runtime's
+    /// watcher (`watch/`), which is why it is atomic.
+    pub(crate) current: std::sync::atomic::AtomicPtr<Task>,
 }
 
 /// The owner-only part of a worker; lives on the worker OS thread's stack.
@@ -247,7 +251,7 @@ impl WorkerLocal {
             ctx: ThreadCtx {
                 shared: Arc::as_ptr(shared),
                 worker: ptr::null(),
-                current: Cell::new(ptr::null()),
+                current: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
             },
             tick: Cell::new(0),
             push_seq: Cell::new(0),

@@ -44,6 +44,9 @@ pub struct Builder {
     switch_cost_ns: u64,
     guard_pages: bool,
     max_stacks: Option<usize>,
+    oversubscribe: bool,
+    watchdog: Option<std::time::Duration>,
+    blocking_warning: Option<std::time::Duration>,
     counters: Counters,
     // placement (issue 10 B)
     shuffling: Option<ShuffleConfig>,
@@ -68,6 +71,9 @@ impl Default for Builder {
             switch_cost_ns: 300,
             guard_pages: true,
             max_stacks: None,
+            oversubscribe: false,
+            watchdog: cfg!(debug_assertions).then_some(crate::watch::DEFAULT_WATCHDOG),
+            blocking_warning: Some(crate::watch::DEFAULT_BLOCKING_WARNING),
             counters: Counters::default(),
             shuffling: None,
             topology: None,
@@ -127,13 +133,14 @@ impl Builder {
     /// Whether each green-thread stack has a guard page below it (default true).
     ///
     /// With guard pages a stack overflow hits the guard and becomes an error for the thread's
-    /// joiner (see [`JoinHandle::join`]), but every guarded stack splits the runtime's stack
-    /// slab into two memory mappings, and Linux allows a process `vm.max_map_count` of them
-    /// (65,530 by default): about 30,000 green threads can hold a stack at once. Without guard
-    /// pages stacks are carved from 64 MiB slabs that stay one mapping each, so millions of
-    /// blocked threads fit; **an overflow is then not detected**: it silently overwrites the
-    /// stack below it (another green thread's). Turn guards off only for threads whose stack
-    /// depth you know fits `stack_size`.
+    /// joiner (see [`JoinHandle::join`]). Where the kernel has lightweight guard regions
+    /// (`MADV_GUARD_INSTALL`, Linux 6.13+) a guard costs no memory mapping and a million
+    /// guarded blocked threads fit; elsewhere each guarded stack splits the runtime's stack
+    /// slab into two mappings, and Linux allows a process `vm.max_map_count` of them (65,530
+    /// by default): about 30,000 green threads can hold a stack at once. Without guard pages
+    /// stacks are carved from 64 MiB slabs that stay one mapping each; **an overflow is then
+    /// not detected**: it silently overwrites the stack below it (another green thread's).
+    /// Turn guards off only for threads whose stack depth you know fits `stack_size`.
     ///
     /// ```
     /// let rt = footprint::Runtime::builder()
@@ -156,6 +163,68 @@ impl Builder {
     /// payload downcasts to [`Error`]). `n` = 0 is an error from [`build`](Builder::build).
     pub fn max_stacks(mut self, n: usize) -> Builder {
         self.max_stacks = Some(n);
+        self
+    }
+
+    /// Allows more workers than [`MAX_WORKERS_PER_CPU`] per allowed CPU (default false: such a
+    /// count is an [`Error::TooManyWorkers`] from [`build`](Builder::build)). Workers beyond the
+    /// CPUs only take turns on them; a count far above is usually a mistake (a thread count
+    /// passed where a worker count was meant), and starting thousands of OS threads takes
+    /// seconds.
+    ///
+    /// ```
+    /// use footprint_runtime::{Error, Runtime};
+    /// let e = Runtime::builder().workers(1_000_000).build().unwrap_err();
+    /// assert!(matches!(e, Error::TooManyWorkers { requested: 1_000_000, .. }));
+    /// // Opted in: as many as asked (here 9, whatever the CPU count).
+    /// let rt = Runtime::builder().workers(9).pin(false).oversubscribe(true).build()?;
+    /// assert_eq!(rt.workers(), 9);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn oversubscribe(mut self, allow: bool) -> Builder {
+        self.oversubscribe = allow;
+        self
+    }
+
+    /// The hang watchdog: when no green thread of the runtime has run for `period` while some
+    /// are live, no timer is due later, no `spawn_blocking`/`block_in_place` job is in flight
+    /// and no worker is computing, the runtime prints once (stderr, and a `tracing` error with
+    /// the `tracing` feature) what every parked green thread waits on (its name; the lock,
+    /// barrier with its arrivals, condition variable, channel or join) and what each worker is
+    /// doing, like Go's deadlock report; [`Runtime::debug_state`] gives the same text any time.
+    /// Default: [`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG) (10 s) in debug builds, off
+    /// (`None`) in release builds. The watcher thread reads what the workers already publish at
+    /// each switch; it costs the switch path nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = footprint_runtime::Runtime::builder()
+    ///     .workers(1)
+    ///     .watchdog(Some(Duration::from_secs(30)))
+    ///     .build()?;
+    /// assert_eq!(rt.stats().hang_reports, 0);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn watchdog(mut self, period: Option<std::time::Duration>) -> Builder {
+        self.watchdog = period;
+        self
+    }
+
+    /// The blocking detector: a worker that has run one green thread for longer than
+    /// `threshold` without a switch, with its OS thread blocked in the kernel (a `std` lock, a
+    /// `std::thread::sleep`, blocking I/O), is reported once per such run on stderr (and as a
+    /// `tracing` warning) with the thread's name and, where `/proc` shows it, the system call;
+    /// counted in [`RuntimeStats::blocking_warnings`]. A thread computing on the CPU is not
+    /// reported. Default [`DEFAULT_BLOCKING_WARNING`](crate::DEFAULT_BLOCKING_WARNING)
+    /// (100 ms); `None` turns it off.
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).blocking_warning(None).build()?;
+    /// assert_eq!(rt.stats().blocking_warnings, 0);
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
+    pub fn blocking_warning(mut self, threshold: Option<std::time::Duration>) -> Builder {
+        self.blocking_warning = threshold;
         self
     }
 
@@ -300,6 +369,21 @@ impl Builder {
                     false => pin::default_workers(pin, &cores),
                 }),
         };
+        let allowed_n = allowed.len().max(1);
+        if n > allowed_n.saturating_mul(MAX_WORKERS_PER_CPU) && !self.oversubscribe {
+            return Err(Error::TooManyWorkers {
+                requested: n,
+                cpus: allowed_n,
+                max: allowed_n * MAX_WORKERS_PER_CPU,
+            });
+        }
+        if n > SAY_STARTING_ABOVE {
+            // Thousands of OS threads take seconds to start: say so rather than go quiet.
+            eprintln!(
+                "footprint: starting {n} worker threads on {} CPUs (oversubscribe(true)); this can take a while",
+                cpus.len()
+            );
+        }
         let worker_cpu: Vec<usize> = match listed {
             true => (0..n).map(|i| cpus[i % cpus.len()]).collect(),
             false => pin::worker_cpus(pin, &cores, n),
@@ -385,6 +469,13 @@ impl Builder {
                 .clone()
                 .map(crate::tranquilizer::daemon::TranquilizerState::new),
             node,
+            watch: crate::watch::Watch::new(
+                crate::watch::WatchConfig {
+                    hang_after: self.watchdog,
+                    blocking_after: self.blocking_warning,
+                },
+                n,
+            ),
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
@@ -429,6 +520,11 @@ impl Builder {
                 first_err = Some(Error::InvalidConfig { reason });
             }
         }
+        if first_err.is_none() {
+            if let Err(e) = crate::watch::start(&shared) {
+                first_err = Some(Error::Spawn(e));
+            }
+        }
         if first_err.is_none() && shared.adaptive.is_some() {
             if let Err(e) = crate::adaptive::thread::start(shared.clone()) {
                 first_err = Some(Error::Spawn(e));
@@ -451,31 +547,13 @@ impl Builder {
     }
 }
 
-impl Builder {
-    /// Builds the runtime and makes it the global one: the runtime that
-    /// [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope), footprint's
-    /// parallel loops and the other free functions use when called outside any runtime (see
-    /// [`global`]), like rayon's `ThreadPoolBuilder::build_global`. Call it once, early in
-    /// `main`: once the global runtime has started (an earlier `build_global`, or a free
-    /// function called outside any runtime, which starts it with the defaults) it fails with
-    /// [`Error::GlobalAlreadyStarted`]. The global runtime lives until the process exits.
-    ///
-    /// ```
-    /// footprint::Builder::new().workers(2).thread_name("solver").build_global()?;
-    /// assert_eq!(footprint::current_num_threads(), 2);
-    /// let err = footprint::Builder::new().build_global().unwrap_err();
-    /// assert!(matches!(err, footprint::Error::GlobalAlreadyStarted));
-    /// # Ok::<(), footprint::Error>(())
-    /// ```
-    pub fn build_global(self) -> Result<(), Error> {
-        if GLOBAL.get().is_some() {
-            return Err(Error::GlobalAlreadyStarted);
-        }
-        let rt = self.build()?;
-        // Another thread may have started the global runtime meanwhile: ours is then dropped.
-        GLOBAL.set(rt).map_err(|_| Error::GlobalAlreadyStarted)
-    }
-}
+/// Workers per allowed CPU above which [`Builder::build`] refuses the count unless
+/// [`Builder::oversubscribe`]`(true)`: [`Error::TooManyWorkers`].
+pub const MAX_WORKERS_PER_CPU: usize = 4;
+
+/// Worker counts above which `build` says on stderr that it starts them (an opted-in
+/// oversubscription: thousands of OS threads take seconds).
+const SAY_STARTING_ABOVE: usize = 1024;
 
 /// Worker indices to steal from, nearest first, for each worker.
 fn steal_tiers(topo: &Topology, worker_cpu: &[usize]) -> Vec<Vec<Vec<usize>>> {
@@ -555,8 +633,10 @@ fn worker_main(
     // `local` stays in this frame, unmoved, until the loop returns.
     let ctx: *const registry::ThreadCtx = &local.ctx;
     context::set_ctx(ctx);
+    shared.watch.register_worker(index, &local.ctx.current);
     local.open_source();
     local.run_loop();
+    shared.watch.unregister_worker(index);
     let abandoned = shared.abandoned.load(Ordering::SeqCst);
     // Stale entries (threads their joiners ran inline) still hold task references. Abandoned
     // (`shutdown_timeout`): queued green threads are never resumed, so nothing is dropped.
@@ -635,7 +715,7 @@ impl Runtime {
         // SAFETY: join_task below waits for completion before `f`'s borrows can end.
         let t = unsafe { spawn_plain(&self.shared, f) };
         // SAFETY: the task's result type is R and we own its only handle.
-        match unsafe { handle::join_task::<R>(t) } {
+        match unsafe { handle::join_task::<R>(t, None) } {
             Ok(v) => v,
             Err(p) => resume_with_message(p),
         }
@@ -746,30 +826,32 @@ impl Runtime {
         self.shared.placement.stats()
     }
 
-    /// A one-line description of every queue and sleep state, for diagnosing hangs.
-    #[doc(hidden)]
+    /// What the runtime is doing now, for diagnosing a hang: each worker (the green thread it
+    /// runs and for how long, and whether its OS thread is blocked in the kernel and in which
+    /// system call; or asleep), then every parked green thread with its name and what it waits
+    /// on (the lock, the barrier with its arrivals, the condition variable, channel or join).
+    /// The hang watchdog ([`Builder::watchdog`]) prints the same text. Addresses identify
+    /// objects (two threads on one lock show one address).
+    ///
+    /// ```
+    /// let rt = footprint_runtime::Runtime::builder().workers(1).build()?;
+    /// let gate = std::sync::Arc::new(footprint_locks::Barrier::new(2));
+    /// let g = gate.clone();
+    /// let h = rt.block_on(|| {
+    ///     footprint_runtime::GreenBuilder::new().name("waiter").spawn(move || {
+    ///         g.wait();
+    ///     })
+    /// })?;
+    /// while !rt.debug_state().contains("'waiter' waits on a barrier") {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(rt.debug_state().contains("(it arrived 1 of 2)"));
+    /// gate.wait();
+    /// h.join().unwrap();
+    /// # Ok::<(), footprint_runtime::Error>(())
+    /// ```
     pub fn debug_state(&self) -> String {
-        let sh = &self.shared;
-        let mut out = format!(
-            "live={} sleepers={} searching={} idle={} injector={} |",
-            sh.live(),
-            sh.sleepers.get(Ordering::SeqCst),
-            sh.sleepers.searching(Ordering::SeqCst),
-            sh.idle.load(Ordering::SeqCst),
-            sh.injector.len()
-        );
-        for (i, w) in sh.workers.iter().enumerate() {
-            out.push_str(&format!(
-                " w{i}: sleep={} deque={} inbox={} bound={} spawned={} finished={} |",
-                w.sleep.state(Ordering::SeqCst),
-                w.stealer.len(),
-                w.inbox.len.load(Ordering::SeqCst),
-                w.inbox.bound_len.load(Ordering::SeqCst),
-                w.spawned.load(Ordering::SeqCst),
-                w.finished.load(Ordering::SeqCst)
-            ));
-        }
-        out
+        crate::watch::report::state(&self.shared)
     }
 
     pub(crate) fn shared_ptr(&self) -> *const Shared {
@@ -882,7 +964,7 @@ impl RuntimeRef {
         // wait for completion before `f`'s borrows end.
         let t = unsafe { spawn_plain(&*self.shared, f) };
         // SAFETY: result type R, sole handle.
-        match unsafe { handle::join_task::<R>(t) } {
+        match unsafe { handle::join_task::<R>(t, None) } {
             Ok(v) => v,
             Err(p) => resume_with_message(p),
         }

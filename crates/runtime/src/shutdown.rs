@@ -107,6 +107,7 @@ const ABANDON_GRACE: Duration = Duration::from_millis(50);
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        self.shared.watch.stop();
         crate::runtime::note_runtime_dropped();
         if cfg!(feature = "tracing") {
             let s = self.stats();

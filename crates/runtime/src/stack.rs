@@ -3,12 +3,18 @@
 //!
 //! A stack of the runtime's size is a slot of a slab. The slab is mapped once, read-write; the
 //! slots are handed out in address order as they are first needed, so untouched slots cost
-//! neither memory nor a mapping. With guard pages on, carving a slot `mprotect`s its lowest page
-//! to `PROT_NONE`, which splits the slab's mapping: each guarded stack costs two mappings of the
-//! process's `vm.max_map_count` (65,530 by default), as a stack of its own would. With guard
-//! pages off a slab stays one mapping however many stacks it holds, and a million stacks fit.
+//! neither memory nor a mapping. With guard pages on, carving a slot makes its lowest page
+//! inaccessible, in one of two ways, chosen once per process by a probe ([`guard_kind`]):
+//! - **lightweight guard regions** (`madvise(MADV_GUARD_INSTALL)`, Linux 6.13+): the page is
+//!   marked in the page tables and the slab stays one mapping, so guarded stacks are bounded by
+//!   memory and address space only, like unguarded ones;
+//! - **`mprotect(PROT_NONE)`** elsewhere: this splits the slab's mapping, so each guarded stack
+//!   costs two mappings of the process's `vm.max_map_count` (65,530 by default), as a stack of
+//!   its own would, and about 30,000 guarded stacks fit.
+//!
 //! Slots are never unmapped while the runtime lives (the pools keep them); the slabs are unmapped
-//! when the runtime's state is dropped.
+//! when the runtime's state is dropped. A lightweight guard survives `MADV_DONTNEED`
+//! ([`GreenStack::release_memory`]), so a trimmed stack keeps its guard.
 //!
 //! A stack of another size (`GreenBuilder::stack_size`) is a mapping of its own, unmapped when
 //! the stack is dropped.
@@ -123,10 +129,72 @@ fn map(len: usize) -> io::Result<usize> {
     Ok(p as usize)
 }
 
+/// `madvise` advice that installs a lightweight guard region (Linux 6.13+,
+/// `include/uapi/asm-generic/mman-common.h`); the libc crate does not name it yet.
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// How guard pages are made in this process (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GuardKind {
+    /// `madvise(MADV_GUARD_INSTALL)`: no extra mapping per stack.
+    Lightweight,
+    /// `mprotect(PROT_NONE)`: two mappings per stack.
+    Mprotect,
+}
+
+impl GuardKind {
+    /// In words, for messages.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            GuardKind::Lightweight => {
+                "lightweight guard regions (MADV_GUARD_INSTALL: no extra mapping per stack)"
+            }
+            GuardKind::Mprotect => {
+                "mprotect guard pages (two memory mappings per stack, bounded by vm.max_map_count)"
+            }
+        }
+    }
+}
+
+/// The guard kind of this process: probed once, by installing a lightweight guard on a page of
+/// a scratch mapping (a kernel without them answers `EINVAL`). The environment variable
+/// `FOOTPRINT_GUARDS_MPROTECT` (any value) forces the `mprotect` fallback, to try what a kernel
+/// without lightweight guards does (the tests of the mapping limit use it).
+pub(crate) fn guard_kind() -> GuardKind {
+    static KIND: std::sync::OnceLock<GuardKind> = std::sync::OnceLock::new();
+    *KIND.get_or_init(|| {
+        if std::env::var_os("FOOTPRINT_GUARDS_MPROTECT").is_some() {
+            return GuardKind::Mprotect;
+        }
+        let page = crate::sys::page_size();
+        let Ok(at) = map(page) else {
+            return GuardKind::Mprotect;
+        };
+        // SAFETY: `at` is a page we just mapped and own; the advice only marks it.
+        let rc = unsafe { libc::madvise(at as *mut libc::c_void, page, MADV_GUARD_INSTALL) };
+        // SAFETY: unmapping the scratch page we mapped (its guard marker goes with it).
+        unsafe { libc::munmap(at as *mut libc::c_void, page) };
+        if rc == 0 {
+            GuardKind::Lightweight
+        } else {
+            GuardKind::Mprotect
+        }
+    })
+}
+
 /// Makes the page at `at` inaccessible (the guard page of the stack above it).
 fn protect_guard(at: usize) -> io::Result<()> {
-    // SAFETY: `at` is the page-aligned lowest page of a region we mapped and own.
-    let rc = unsafe { libc::mprotect(at as *mut libc::c_void, crate::sys::page_size(), 0) };
+    let page = crate::sys::page_size();
+    // SAFETY: `at` is the page-aligned lowest page of a region we mapped and own; either call
+    // only changes that page's access.
+    let rc = unsafe {
+        match guard_kind() {
+            GuardKind::Lightweight => {
+                libc::madvise(at as *mut libc::c_void, page, MADV_GUARD_INSTALL)
+            }
+            GuardKind::Mprotect => libc::mprotect(at as *mut libc::c_void, page, 0),
+        }
+    };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -247,6 +315,10 @@ pub(crate) struct StackLimits {
     pub(crate) refused: AtomicBool,
     /// The OS error of that refusal.
     pub(crate) refused_errno: AtomicI32,
+    /// Green threads that could not get a stack when they first ran (`stack_refusal.rs`).
+    pub(crate) failures: std::sync::atomic::AtomicU64,
+    /// The first of them was said (once per runtime).
+    pub(crate) said: AtomicBool,
 }
 
 impl StackLimits {
@@ -256,6 +328,8 @@ impl StackLimits {
             live: AtomicUsize::new(0),
             refused: AtomicBool::new(false),
             refused_errno: AtomicI32::new(0),
+            failures: std::sync::atomic::AtomicU64::new(0),
+            said: AtomicBool::new(false),
         }
     }
 
@@ -329,6 +403,38 @@ mod tests {
             unsafe { *((s.top - 1) as *mut u8) = 7 };
         }
         assert!(a.top <= b.limit || b.top <= a.limit, "slots overlap");
+    }
+
+    /// The memory mappings of `/proc/self/maps` that overlap `[lo, hi)`.
+    fn mappings_in(lo: usize, hi: usize) -> usize {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .filter_map(|l| {
+                let range = l.split_whitespace().next()?;
+                let (a, b) = range.split_once('-')?;
+                Some((
+                    usize::from_str_radix(a, 16).ok()?,
+                    usize::from_str_radix(b, 16).ok()?,
+                ))
+            })
+            .filter(|&(a, b)| a < hi && b > lo)
+            .count()
+    }
+
+    /// Eight guarded slots: one mapping for the slab with lightweight guards, two per slot with
+    /// `mprotect` (the guard splits the mapping). That the guards trap is the overflow tests'
+    /// part (`tests/sched.rs`).
+    #[test]
+    fn guarded_slots_cost_mappings_only_without_lightweight_guards() {
+        let slabs = Slabs::new(64 << 10, true);
+        let stacks: Vec<_> = (0..8).map(|_| slabs.carve().unwrap()).collect();
+        let lo = stacks.iter().map(|s| s.limit).min().unwrap();
+        let hi = stacks.iter().map(|s| s.top).max().unwrap();
+        let n = mappings_in(lo, hi);
+        match guard_kind() {
+            GuardKind::Lightweight => assert_eq!(n, 1, "a slab with lightweight guards"),
+            GuardKind::Mprotect => assert!(n >= 16, "{n} mappings for 8 mprotect guards"),
+        }
     }
 
     /// Four OS threads take and return stacks against a cap of 3: no more than 3 are ever held

@@ -248,6 +248,14 @@ pub struct RuntimeStats {
     pub stacks_mapped: u64,
     /// Stack overflows caught and reported to joiners.
     pub overflows: u64,
+    /// Green threads that could not get a stack when they first ran (the live-stack cap,
+    /// memory, memory mappings): each failed its `JoinHandle`; the first was said on stderr.
+    pub stack_failures: u64,
+    /// Runs of one green thread that the blocking detector reported
+    /// ([`Builder::blocking_warning`](crate::Builder::blocking_warning)).
+    pub blocking_warnings: u64,
+    /// Hang reports the watchdog printed ([`Builder::watchdog`](crate::Builder::watchdog)).
+    pub hang_reports: u64,
     /// What is measured at each switch, in words (see [`Counters`](crate::Counters)).
     pub counters: String,
     /// The first counter-source failure, if any (the workers then account time only).
@@ -298,6 +306,11 @@ impl RuntimeStats {
             steals: self.steals.saturating_sub(earlier.steals),
             stacks_mapped: self.stacks_mapped.saturating_sub(earlier.stacks_mapped),
             overflows: self.overflows.saturating_sub(earlier.overflows),
+            stack_failures: self.stack_failures.saturating_sub(earlier.stack_failures),
+            blocking_warnings: self
+                .blocking_warnings
+                .saturating_sub(earlier.blocking_warnings),
+            hang_reports: self.hang_reports.saturating_sub(earlier.hang_reports),
             counters: self.counters.clone(),
             counter_error: self.counter_error.clone(),
             workers: self
@@ -340,6 +353,9 @@ impl RuntimeStats {
             finished: sh.ext_finished.load(Ordering::Relaxed),
             stacks_mapped: sh.stacks_mapped.load(Ordering::Relaxed),
             overflows: sh.overflows.load(Ordering::Relaxed),
+            stack_failures: sh.stack_limits.failures.load(Ordering::Relaxed),
+            blocking_warnings: sh.watch.blocking_warnings.load(Ordering::Relaxed),
+            hang_reports: sh.watch.hang_reports.load(Ordering::Relaxed),
             counters: sh.counters.describe.clone(),
             counter_error: sh
                 .counter_error
@@ -382,6 +398,13 @@ impl fmt::Display for RuntimeStats {
             "  green threads spawned {}, finished {}; steals {}; stacks mapped {}; overflows {}",
             self.spawned, self.finished, self.steals, self.stacks_mapped, self.overflows
         )?;
+        if self.stack_failures + self.blocking_warnings + self.hang_reports > 0 {
+            writeln!(
+                f,
+                "  stack failures {}; blocking warnings {}; hang reports {}",
+                self.stack_failures, self.blocking_warnings, self.hang_reports
+            )?;
+        }
         if let Some(e) = &self.counter_error {
             writeln!(f, "  counter source failed: {e}")?;
         }

@@ -315,6 +315,10 @@ pub(crate) struct Task {
     pub(crate) lock_wait_ns: std::sync::atomic::AtomicU64,
     pub(crate) shuffle_home: AtomicUsize,
     pub(crate) shuffle_monitored: std::sync::atomic::AtomicBool,
+    /// What it last parked on (`watch/record.rs`), and its index in the control-block registry
+    /// (`usize::MAX`: not listed).
+    pub(crate) wait: crate::watch::record::WaitRecord,
+    pub(crate) registry_slot: AtomicUsize,
 }
 
 // placement (issue 10 B)
@@ -410,6 +414,8 @@ impl Task {
             lock_wait_ns: std::sync::atomic::AtomicU64::new(0),
             shuffle_home: AtomicUsize::new(usize::MAX),
             shuffle_monitored: std::sync::atomic::AtomicBool::new(false),
+            wait: Default::default(),
+            registry_slot: AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -546,6 +552,7 @@ impl Task {
 
 impl Drop for Task {
     fn drop(&mut self) {
+        crate::watch::record::forget(self);
         // A task dropped while NEW still holds its job (e.g. the runtime dropped queued work).
         // (A Relaxed load: the last owner's view is current, and loom's atomics have no get_mut.)
         if self.life.load(Ordering::Relaxed) == LIFE_NEW && !(*self.shared.get_mut()).is_null() {

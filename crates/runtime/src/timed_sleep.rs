@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 /// assert!(slept >= Duration::from_millis(2));
 /// # Ok::<(), footprint::Error>(())
 /// ```
+#[track_caller]
 pub fn sleep(dur: Duration) {
     match Instant::now().checked_add(dur) {
         Some(deadline) => sleep_until(deadline),
@@ -43,6 +44,7 @@ pub fn sleep(dur: Duration) {
 /// footprint::sleep_until(deadline); // an OS thread: std::thread::sleep
 /// assert!(Instant::now() >= deadline);
 /// ```
+#[track_caller]
 pub fn sleep_until(deadline: Instant) {
     if context::current_task_ptr().is_null() {
         // An OS thread (also a worker outside a green thread, e.g. block_in_place's caller).
@@ -60,6 +62,11 @@ pub fn sleep_until(deadline: Instant) {
     // One timer entry; the timer unparks it only once `deadline` has passed, so every earlier
     // (spurious) return from park just parks again and the entry still wakes it at the deadline.
     timer::wake_at(deadline, crate::hook::GREEN_HOOK.current_unparker());
+    crate::watch::record::note_current(
+        crate::watch::record::WaitKind::Sleep,
+        0,
+        Some(std::panic::Location::caller()),
+    );
     while Instant::now() < deadline {
         parking::park_current();
     }

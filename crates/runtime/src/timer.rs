@@ -35,9 +35,17 @@ struct Timer {
     cv: Condvar,
 }
 
+static TIMER: OnceLock<&'static Timer> = OnceLock::new();
+
+/// The earliest deadline of a timer entry (all runtimes), if the timer was ever used.
+pub(crate) fn next_deadline() -> Option<Instant> {
+    let t = TIMER.get()?;
+    let g = t.heap.lock().unwrap_or_else(|e| e.into_inner());
+    g.0.peek().map(|e| e.at)
+}
+
 fn timer() -> &'static Timer {
-    static T: OnceLock<&'static Timer> = OnceLock::new();
-    T.get_or_init(|| {
+    TIMER.get_or_init(|| {
         let t: &'static Timer = Box::leak(Box::new(Timer {
             heap: Mutex::new((BinaryHeap::new(), 0)),
             cv: Condvar::new(),

@@ -454,7 +454,9 @@ impl WorkerLocal {
                     self.begin_run(t);
                 }
                 t.last_worker.store(self.index, Ordering::Relaxed);
-                self.ctx.current.set(t);
+                self.ctx
+                    .current
+                    .store(ptr::from_ref(t).cast_mut(), Ordering::Relaxed);
                 // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
                 // block (the cell's owner) outlives that: we hold its run reference.
                 footprint_locks::hook::set_scheduled_class_cell(&t.class);
@@ -469,7 +471,7 @@ impl WorkerLocal {
                 };
                 // SAFETY: nothing runs on this thread's behalf now.
                 footprint_locks::hook::set_scheduled_class_cell(ptr::null());
-                self.ctx.current.set(ptr::null());
+                self.ctx.current.store(ptr::null_mut(), Ordering::Relaxed);
                 let misses = if self.timed { self.end_run(t) } else { None };
                 // The yield first, ahead of the match: it is the switch that a ping-pong of two
                 // threads takes every time (tested here rather than as a match arm, criterion's
@@ -541,7 +543,9 @@ impl WorkerLocal {
                     Some(task)
                 }
                 Err(e) => {
-                    // The joiner gets the typed error naming the limit.
+                    // The joiner gets the typed error naming the limit; the first refusal of
+                    // the runtime is said at once (nobody may be joining yet).
+                    crate::stack_refusal::stack_refused(self.shared(), &e);
                     crate::task::fail_unrun(t, Box::new(e));
                     // Counted before the joiner is woken, so its next `stats()` includes it.
                     count_finished(t);

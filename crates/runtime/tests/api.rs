@@ -323,3 +323,48 @@ fn spawn_blocking_and_block_in_place_keep_the_worker_free() {
     });
     assert_eq!(v, 42);
 }
+
+/// A worker count far above the CPUs is a typed error at once (it used to start OS threads one
+/// by one for minutes), naming what to pass; opting in builds it.
+#[test]
+fn far_too_many_workers_is_an_error_unless_opted_in() {
+    let start = std::time::Instant::now();
+    let e = footprint_runtime::Runtime::builder()
+        .workers(1_000_000)
+        .build()
+        .unwrap_err();
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    match &e {
+        footprint_runtime::Error::TooManyWorkers {
+            requested,
+            cpus,
+            max,
+        } => {
+            assert_eq!(*requested, 1_000_000);
+            assert_eq!(*max, cpus * footprint_runtime::MAX_WORKERS_PER_CPU);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.contains("oversubscribe(true)") && msg.contains("workers(n) with n <="),
+        "{msg}"
+    );
+    let cpus = match e {
+        footprint_runtime::Error::TooManyWorkers { cpus, .. } => cpus,
+        _ => unreachable!(),
+    };
+    let n = cpus * footprint_runtime::MAX_WORKERS_PER_CPU + 1;
+    assert!(footprint_runtime::Runtime::builder()
+        .workers(n)
+        .pin(false)
+        .build()
+        .is_err());
+    let rt = footprint_runtime::Runtime::builder()
+        .workers(n)
+        .pin(false)
+        .oversubscribe(true)
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(footprint_runtime::current_num_threads), n);
+}

@@ -223,6 +223,74 @@ fn stack_overflow_is_reported_to_the_joiner_and_runtime_survives() {
     assert_eq!(rt.block_on(|| footprint_runtime::join(|| 1, || 2)), (1, 2));
 }
 
+/// A thread in the middle of a slab (its neighbours' stacks are live just below and above it)
+/// overflows: its guard page catches it, the joiner gets the report, and the neighbours' stacks
+/// are intact (their canaries read back). With lightweight guard regions the guard is a marker
+/// inside the slab's single mapping, so this checks that such a marker traps like `mprotect`.
+#[test]
+fn stack_overflow_in_a_middle_slot_spares_its_neighbours() {
+    const STACK: usize = 64 << 10;
+    let rt = Runtime::builder()
+        .workers(1)
+        .stack_size(STACK)
+        .build()
+        .unwrap();
+    let stage = Arc::new(AtomicUsize::new(0));
+    let r = rt.block_on(|| {
+        // A neighbour: records where its stack is, fills a canary, waits, checks the canary.
+        let neighbour = |name: &str| {
+            let stage = stage.clone();
+            let h = GreenBuilder::new()
+                .name(name)
+                .spawn(move || {
+                    let canary = [0xA5u8; 4096];
+                    let at = std::hint::black_box(&canary) as *const _ as usize;
+                    stage.fetch_add(1, Ordering::SeqCst);
+                    while stage.load(Ordering::SeqCst) < 10 {
+                        yield_now();
+                    }
+                    (at, std::hint::black_box(&canary).iter().all(|&b| b == 0xA5))
+                })
+                .unwrap();
+            yield_now(); // it starts now, so its stack is carved now (slots go in address order)
+            h
+        };
+        let below = neighbour("below");
+        let deep_stage = stage.clone();
+        let deep = GreenBuilder::new()
+            .name("middle")
+            .spawn(move || {
+                deep_stage.fetch_add(1, Ordering::SeqCst);
+                while deep_stage.load(Ordering::SeqCst) < 3 {
+                    yield_now();
+                }
+                recurse(0, &mut [0; 1024])
+            })
+            .unwrap();
+        yield_now();
+        let above = neighbour("above");
+        assert_eq!(stage.load(Ordering::SeqCst), 3, "all three started");
+        let deep_result = deep.join();
+        stage.store(10, Ordering::SeqCst);
+        let (lo, lo_ok) = below.join().unwrap();
+        let (hi, hi_ok) = above.join().unwrap();
+        (deep_result, lo, lo_ok, hi, hi_ok)
+    });
+    let (deep_result, lo, lo_ok, hi, hi_ok) = r;
+    let msg = deep_result.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        msg.contains("'middle'") && msg.contains("overflowed"),
+        "{msg}"
+    );
+    // The two neighbours' stacks are two slots apart (the middle one between them).
+    assert!(
+        hi > lo && hi - lo < 3 * (STACK + 4096),
+        "slots {lo:#x} and {hi:#x}"
+    );
+    assert!(lo_ok && hi_ok, "a neighbour's canary was overwritten");
+    assert_eq!(rt.stats().overflows, 1);
+}
+
 fn join_depth(n: u64) -> u64 {
     if n == 0 {
         return recurse(0, &mut [0; 1024]);

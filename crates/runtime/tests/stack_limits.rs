@@ -7,6 +7,7 @@ use footprint_locks::Barrier;
 use footprint_runtime::{spawn, yield_now, Error, GreenBuilder, Runtime, MAX_STACK_SIZE};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 #[test]
 fn stack_size_that_cannot_be_mapped_is_an_error_naming_the_maximum() {
@@ -77,6 +78,7 @@ fn live_stack_cap_refuses_spawns_and_fails_first_runs() {
             assert_eq!(blocked.join().unwrap(), 6);
             assert_eq!(spawn(|| 7).join().unwrap(), 7);
         });
+        assert_eq!(rt.stats().stack_failures, 1);
     });
 }
 
@@ -128,4 +130,196 @@ fn many_blocked_threads_on_unguarded_stacks() {
         });
         assert_eq!(again, 9_900);
     });
+}
+
+/// Runs this test binary's test `name` again in a child process with `FOOTPRINT_CHILD=name`;
+/// returns its stderr lines as they come and the child.
+fn child(name: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    child_with(name, &[])
+}
+
+/// [`child`] with more environment variables.
+fn child_with(
+    name: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut c = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+        .env("FOOTPRINT_CHILD", name)
+        .envs(env.iter().copied())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = c.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (c, rx)
+}
+
+fn is_child(name: &str) -> bool {
+    std::env::var("FOOTPRINT_CHILD").is_ok_and(|v| v == name)
+}
+
+/// Three green threads cannot start under a cap of 2 stacks while nobody joins them (they are
+/// to meet the others at a barrier): the first refusal is said on stderr at once, once, with
+/// the live count, the limit and the remedies, and all three are counted.
+#[test]
+fn first_stack_refusal_is_said_once_with_the_remedies() {
+    const NAME: &str = "first_stack_refusal_is_said_once_with_the_remedies";
+    if is_child(NAME) {
+        let rt = Runtime::builder()
+            .workers(1)
+            .pin(false)
+            .max_stacks(2)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            let gate = Arc::new(Barrier::new(2));
+            let g = gate.clone();
+            let late: Vec<_> = (0..3).map(|i| spawn(move || i)).collect();
+            let blocked = spawn(move || g.wait());
+            yield_now(); // `blocked` takes the last stack and parks; then the three fail
+            yield_now();
+            gate.wait();
+            blocked.join().unwrap();
+            for h in late {
+                assert!(h.join().is_err());
+            }
+        });
+        eprintln!("stack_failures={}", rt.stats().stack_failures);
+        return;
+    }
+    let (mut c, lines) = child(NAME);
+    assert!(c.wait().unwrap().success());
+    let lines: Vec<String> = lines.iter().collect();
+    let said: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("could not get a stack"))
+        .collect();
+    assert_eq!(said.len(), 1, "{lines:#?}");
+    for part in [
+        "max_stacks(2)",
+        "Live green threads:",
+        "guard_pages(false)",
+        "vm.max_map_count",
+        "stack_size",
+    ] {
+        assert!(said[0].contains(part), "missing {part:?}: {}", said[0]);
+    }
+    assert!(lines.iter().any(|l| l == "stack_failures=3"), "{lines:#?}");
+}
+
+/// 100,000 green threads on one barrier with the default settings (guard pages on): they
+/// finish where the kernel has lightweight guard regions; elsewhere the mapping limit stops
+/// them, and the runtime says so at once instead of hanging in silence.
+#[test]
+fn a_hundred_thousand_on_a_barrier_finish_or_say_why_not() {
+    const NAME: &str = "a_hundred_thousand_on_a_barrier_finish_or_say_why_not";
+    const N: usize = 100_000;
+    if is_child(NAME) {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        let sum = rt.block_on(|| {
+            let barrier = Arc::new(Barrier::new(N + 1));
+            let hs: Vec<_> = (0..N)
+                .map(|i| {
+                    let b = barrier.clone();
+                    spawn(move || {
+                        b.wait();
+                        i
+                    })
+                })
+                .collect();
+            barrier.wait();
+            hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+        });
+        assert_eq!(sum, N * (N - 1) / 2);
+        eprintln!("finished");
+        return;
+    }
+    let (mut c, lines) = child(NAME);
+    let start = Instant::now();
+    let limit = Duration::from_secs(240);
+    loop {
+        match lines.recv_timeout(Duration::from_millis(200)) {
+            Ok(l) if l == "finished" => {
+                assert!(c.wait().unwrap().success());
+                return;
+            }
+            Ok(l) if l.contains("could not get a stack") => {
+                // Said at once: that is the behaviour asked for where guards cost mappings.
+                assert!(l.contains("vm.max_map_count"), "{l}");
+                let _ = c.kill();
+                let _ = c.wait();
+                return;
+            }
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the child ended without finishing: {:?}", c.wait())
+            }
+        }
+        if start.elapsed() > limit {
+            let _ = c.kill();
+            panic!("100,000 threads on a barrier: neither finished nor said why in {limit:?}");
+        }
+    }
+}
+
+/// The same 100,000 threads with the `mprotect` guards of a kernel without lightweight guard
+/// regions (forced): each guarded stack costs two mappings, so about 30,000 start and the rest
+/// cannot. The runtime says so at once, naming the mapping limit and `guard_pages(false)`,
+/// instead of hanging in silence at the barrier (which it then does; the child is killed).
+#[test]
+fn with_mprotect_guards_the_mapping_limit_is_said_at_once() {
+    const NAME: &str = "with_mprotect_guards_the_mapping_limit_is_said_at_once";
+    if is_child(NAME) {
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        rt.block_on(|| {
+            let barrier = Arc::new(Barrier::new(100_001));
+            let hs: Vec<_> = (0..100_000)
+                .map(|_| {
+                    let b = barrier.clone();
+                    spawn(move || {
+                        b.wait();
+                    })
+                })
+                .collect();
+            barrier.wait(); // never passes: the threads without a stack never arrive
+            drop(hs);
+        });
+        return;
+    }
+    let (mut c, lines) = child_with(NAME, &[("FOOTPRINT_GUARDS_MPROTECT", "1")]);
+    let start = Instant::now();
+    let said = loop {
+        match lines.recv_timeout(Duration::from_millis(200)) {
+            Ok(l) if l.contains("could not get a stack") => break l,
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the child ended without a word: {:?}", c.wait())
+            }
+        }
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("no word about the mapping limit in 240 s");
+        }
+    };
+    let _ = c.kill();
+    let _ = c.wait();
+    for part in [
+        "memory mappings",
+        "vm.max_map_count",
+        "Builder::guard_pages(false) (each guarded stack costs two mappings",
+        "mprotect guard pages",
+    ] {
+        assert!(said.contains(part), "missing {part:?}: {said}");
+    }
 }

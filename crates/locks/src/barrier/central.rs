@@ -34,6 +34,7 @@ impl<W: WaitPolicy> CentralBarrier<W> {
     }
 
     /// Waits until `n` threads have called `wait` in this phase.
+    #[track_caller]
     pub fn wait(&self) -> BarrierWaitResult {
         let c = &self.core;
         let a = c.arrive::<W>(KIND);

@@ -36,6 +36,7 @@ impl<W: WaitPolicy> DisseminationBarrier<W> {
     }
 
     /// Waits until `n` threads have called `wait` in this phase.
+    #[track_caller]
     pub fn wait(&self) -> BarrierWaitResult {
         let c = &self.core;
         let n = c.n;

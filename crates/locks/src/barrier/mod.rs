@@ -176,7 +176,9 @@ impl BarrierCore {
         }
     }
 
-    /// Waits until `ready()` (or poisoning) under policy `W`, parked under `key`.
+    /// Waits until `ready()` (or poisoning) under policy `W`, parked under `key`. (Tracks its
+    /// caller: the barrier's `wait` passes its own caller on, which a report names.)
+    #[track_caller]
     pub(crate) fn wait_for<W: WaitPolicy>(
         &self,
         a: &Arrival,
@@ -200,6 +202,12 @@ impl BarrierCore {
             holder_tid: 0,
             class: PriorityClass::BarrierWaiter,
             cell: None,
+            what: crate::hook::WaitOn::Barrier {
+                addr: self as *const Self as usize,
+                arrived: a.index + 1,
+                expected: self.n,
+                at: std::panic::Location::caller(),
+            },
         };
         wait_until::<W>(&w, &mut || ready() || self.poisoned.load(Ordering::Relaxed));
         self.check_poison(kind);

@@ -47,6 +47,7 @@ impl<W: WaitPolicy> TreeBarrier<W> {
     }
 
     /// Waits until `n` threads have called `wait` in this phase.
+    #[track_caller]
     pub fn wait(&self) -> BarrierWaitResult {
         let c = &self.core;
         let n = c.n;

@@ -94,7 +94,11 @@ impl<T> Linked<'_, T> {
     /// Parks until completed or the deadline; returns the outcome, `WAITING` on timeout (after
     /// unlinking the node).
     fn wait(self, block: Block) -> usize {
-        let outcome = self.node.park(block.deadline());
+        let what = crate::hook::WaitOn::Channel {
+            addr: self.chan as *const Chan<T> as usize,
+            send: self.senders,
+        };
+        let outcome = self.node.park(block.deadline(), what);
         if outcome != WAITING {
             return outcome;
         }

@@ -136,6 +136,7 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
             cell,
+            what: crate::hook::WaitOn::Lock(self as *const Self as usize),
         };
         // Our initial look at `released` missed the release of the ticket before ours, so that
         // release saw our ticket taken and writes our slot (see the type's docs).

@@ -144,6 +144,7 @@ impl<W: WaitPolicy> RawMcsLock<W> {
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
             cell: scope.cell(),
+            what: crate::hook::WaitOn::Lock(self as *const Self as usize),
         };
         let waited = wait_until::<W>(&w, &mut || !node.waiting.load(Ordering::Acquire));
         self.meta.times.add_wait(waited);

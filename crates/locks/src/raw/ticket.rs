@@ -59,6 +59,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
             class,
             cell,
+            what: crate::hook::WaitOn::Lock(self as *const Self as usize),
         };
         let mut promoted = ahead == 1;
         let waited = wait_until::<W>(&w, &mut || {

@@ -319,6 +319,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
         let hook = current_hook();
+        hook.note_wait(crate::hook::WaitOn::Lock(self as *const Self as usize));
         let mut popped = false;
         loop {
             // `park_marked` as the condition: it sets `PARKED` whenever it finds the lock held.
@@ -480,6 +481,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
                 class: PriorityClass::Waiter,
                 cell: None,
+                what: crate::hook::WaitOn::Lock(self as *const Self as usize),
             };
             waited += wait_until_woken::<W>(
                 &w,

@@ -3,7 +3,7 @@
 //! behind it.
 
 use super::{WaitMode, WaitPolicy, WaitQueue};
-use crate::hook::{current_hook, ClassCell, PriorityClass, SchedulerHook};
+use crate::hook::{current_hook, ClassCell, PriorityClass, SchedulerHook, WaitOn};
 use crate::stats;
 use crate::sync::spin_hint;
 
@@ -19,6 +19,8 @@ pub(crate) struct WaitFor<'a> {
     pub(crate) class: PriorityClass,
     /// The waiter's class cell (informing mode), read again after each wake-up.
     pub(crate) cell: Option<&'a ClassCell>,
+    /// What the waiter parks on, told to the scheduler before it parks.
+    pub(crate) what: WaitOn,
 }
 
 /// Spin iterations between looks at the scheduler's signals (each iteration is at most
@@ -148,6 +150,7 @@ fn park_linked(
     ready: &mut dyn FnMut() -> bool,
     park_if: &mut Option<&mut dyn FnMut() -> bool>,
 ) -> bool {
+    hook.note_wait(w.what);
     match park_if {
         Some(p) => w.queue.park_notified(hook, w.key, *p),
         None => w.queue.park_notified(hook, w.key, &mut || !ready()),

@@ -49,6 +49,11 @@ pub(crate) struct Enqueued<'a> {
 }
 
 impl Enqueued<'_> {
+    /// The address of the queue the node is linked into (identifies its owner in reports).
+    pub(crate) fn queue_addr(&self) -> usize {
+        self.queue as *const WaitQueue as usize
+    }
+
     /// Parks until notified, unless `blocked()` is false after the node was linked. Returns
     /// `false` only when `deadline` passed before a notification.
     pub(crate) fn park(

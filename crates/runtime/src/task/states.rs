@@ -54,6 +54,11 @@ impl ParkState {
         ParkState(AtomicU8::new(P_EMPTY))
     }
 
+    /// Whether the thread is parked (published by its worker, not yet unparked); for reports.
+    pub fn is_parked(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == P_PARKED
+    }
+
     /// Back to no permit (a control block being reused; not yet published).
     #[inline]
     pub fn reset(&self) {

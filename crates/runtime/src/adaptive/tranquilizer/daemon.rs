@@ -293,7 +293,7 @@ fn on_each_worker(
         unsafe { crate::spawn::spawn_plain(shared, visit) }
     };
     // SAFETY: the task carries a job of result type Result<(), Refusal>; we own its handle.
-    match unsafe { crate::handle::join_task::<Result<(), Refusal>>(task) } {
+    match unsafe { crate::handle::join_task::<Result<(), Refusal>>(task, None) } {
         Ok(r) => Ok(r),
         Err(_) => Ok(Err(Refusal::Other(0))),
     }
