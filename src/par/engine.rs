@@ -14,6 +14,12 @@ use std::sync::Mutex;
 pub(crate) trait Sink {
     /// Runs items `items` (each item of the loop reaches exactly one `consume`, once).
     fn consume(&mut self, items: Range<usize>);
+
+    /// Whether this participant wants no more takes (a search that found what it looks for):
+    /// it stops taking, and the items nobody took are left unconsumed.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 /// Runs a loop over `items` items dealt by `schedule` on the current runtime (the global one
@@ -39,7 +45,7 @@ where
         let r = panic::catch_unwind(AssertUnwindSafe(|| {
             let mut sink = new_sink();
             let mut worker = None;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && !sink.finished() {
                 let Some(claim) = deal.next(&mut worker) else {
                     break;
                 };

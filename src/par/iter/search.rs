@@ -5,6 +5,7 @@
 use super::producer::Producer;
 use super::ParIter;
 use crate::par::engine::{drive, Sink};
+use crate::par::schedule::Schedule;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -56,6 +57,11 @@ struct Search<'a, P, F, R> {
     producer: &'a P,
     f: &'a F,
     found: &'a Found<R>,
+    /// Whether the deal hands out stretches in increasing order (`Dynamic`, `Guided`), so that
+    /// once one starts after the best hit, every later one does too.
+    increasing: bool,
+    /// Start of this participant's latest stretch.
+    latest: usize,
 }
 
 impl<P, F, R> Sink for Search<'_, P, F, R>
@@ -64,6 +70,7 @@ where
     F: Fn(P::Item) -> Option<R>,
 {
     fn consume(&mut self, items: Range<usize>) {
+        self.latest = items.start;
         if self.found.beaten(items.start) {
             return;
         }
@@ -76,6 +83,18 @@ where
                 self.found.offer(start, r);
                 return;
             }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        // Any hit ends a search for any item. A search for the first one must see every
+        // stretch before the best hit: with stretches dealt in increasing order, a participant
+        // stops once its latest one started after it; with per-worker lists (`Static`,
+        // `Affinity`, a bounded number of stretches) every stretch is still taken, and the
+        // ones after the hit are skipped unread.
+        match self.found.want {
+            Want::Any => self.found.beaten(0),
+            Want::First => self.increasing && self.found.beaten(self.latest),
         }
     }
 }
@@ -95,6 +114,7 @@ impl<P: Producer> ParIter<P> {
             item: Mutex::new(None),
         };
         let producer = &self.producer;
+        let increasing = matches!(self.schedule, Schedule::Dynamic(_) | Schedule::Guided(_));
         drive(
             producer.len(),
             &self.schedule,
@@ -102,6 +122,8 @@ impl<P: Producer> ParIter<P> {
                 producer,
                 f: &f,
                 found: &found,
+                increasing,
+                latest: 0,
             },
             |_| {},
         );
