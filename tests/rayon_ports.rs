@@ -76,7 +76,9 @@ mod with_footprint {
 }
 
 fn text() -> Vec<String> {
-    let words = ["the", "quick", "Brown", "fox", "jumps", "over", "lazy", "dog", "The"];
+    let words = [
+        "the", "quick", "Brown", "fox", "jumps", "over", "lazy", "dog", "The",
+    ];
     (0..2000)
         .map(|i| {
             (0..(i % 13))

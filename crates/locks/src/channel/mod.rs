@@ -13,8 +13,11 @@
 //! order they were sent (per sender, and in buffer order overall); a waiting receiver is handed a
 //! message directly, so it never competes again after its wake-up.
 //!
-//! A waiting thread publishes the `Waiter` priority class, like a lock waiter. There is no
-//! `select` over several channels yet.
+//! A waiting thread publishes the `Waiter` priority class, like a lock waiter.
+//!
+//! [`select!`](crate::select) and [`Select`] wait on several operations at once (fair random
+//! choice among the ready ones, `default` and timeouts, disconnected operations ready);
+//! [`after`], [`at`], [`tick`] and [`never`] are channels of time for them.
 //!
 //! ```
 //! use footprint_locks::channel;
@@ -40,15 +43,24 @@
 
 mod chan;
 mod error;
+mod select;
+mod select_macro;
+mod timer;
+mod watch;
 
+pub use crate::select;
 use chan::{Block, Chan, RecvFail, SendFail};
 pub use error::{
     CapacityError, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
     TrySendError,
 };
+pub use select::{
+    ReadyTimeoutError, Select, SelectTimeoutError, SelectedOperation, TryReadyError, TrySelectError,
+};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use timer::{after, at, never, tick};
 
 /// A channel of at most `cap` buffered messages (`0`: rendezvous).
 ///
