@@ -523,14 +523,11 @@ fn select_two_senders_one_wins() {
             recv(rx1) -> m => m.unwrap(),
             recv(rx2) -> m => m.unwrap(),
         };
-        h1.join().unwrap();
-        h2.join().unwrap();
-        let other = if got == 1 {
-            rx2.try_recv()
-        } else {
-            rx1.try_recv()
-        };
+        let other = if got == 1 { rx2.recv() } else { rx1.recv() };
         assert_eq!(got + other.unwrap(), 3);
+        // Not joined: the select's wake-up may leave its thread a park permit (a spurious
+        // wake-up, which `park` allows), and loom's `join` does not model one.
+        drop((h1, h2));
     });
 }
 

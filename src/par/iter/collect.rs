@@ -5,7 +5,6 @@
 //! are then joined in item order, so a later item wins where the sequential `collect` lets it
 //! (a repeated key of a map keeps its last value).
 
-use super::parallel::ParallelIterator;
 use super::sources::IntoParallelIterator;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
@@ -81,7 +80,6 @@ macro_rules! by_extending {
                 I: IntoParallelIterator<Item = $item>,
             {
                 iter.into_par_iter()
-                    .into_par_iter_parts()
                     .fold_stretches(
                         |it| it.collect::<Self>(),
                         |mut a, b| {
@@ -122,7 +120,6 @@ macro_rules! into_string {
                 I: IntoParallelIterator<Item = $item>,
             {
                 iter.into_par_iter()
-                    .into_par_iter_parts()
                     .fold_stretches(
                         |it| it.collect::<String>(),
                         |mut a, b| {
