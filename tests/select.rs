@@ -229,6 +229,30 @@ fn selects_on_both_ends_of_a_rendezvous_meet() {
 }
 
 #[test]
+fn a_select_sending_and_receiving_on_one_rendezvous_pairs_with_plain_peers() {
+    both("send and recv on one rendezvous", |on| {
+        for round in 0..20 {
+            let (s, r) = channel::bounded::<i32>(0);
+            let (s2, r2) = (s.clone(), r.clone());
+            // The peer is a plain receive or a plain send; the select must not pair with itself.
+            let t = go(on, move || {
+                nap(on, 1);
+                if round % 2 == 0 {
+                    assert_eq!(r2.recv(), Ok(-1));
+                } else {
+                    s2.send(round).unwrap();
+                }
+            });
+            select! {
+                recv(r) -> v => assert_eq!(v, Ok(round)),
+                send(s, -1) -> res => res.unwrap(),
+            }
+            t.join();
+        }
+    });
+}
+
+#[test]
 fn fair_choice_among_ready_operations() {
     both("fairness", |_| {
         const N: usize = 4000;

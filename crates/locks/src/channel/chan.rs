@@ -7,7 +7,7 @@
 //! its message straight into that receiver's node, and a receiver that frees a place pulls the
 //! first waiting sender's message into the buffer: a woken thread never competes again.
 
-use super::watch::Watch;
+use super::watch::{Token, Watch};
 use crate::handoff::{wake_all, Handoff, CANCELLED, DISCONNECTED, DONE, WAITING};
 use crate::hook::Unparker;
 use crate::spin::SpinLock;
@@ -312,14 +312,23 @@ impl<T> Chan<T> {
     /// With `selects`, a zero-capacity channel also counts a select blocked on receiving from
     /// it: the send then waits for that select to take the message.
     pub(crate) fn send_ready(&self, selects: bool) -> bool {
-        Self::send_ready_in(&self.state.lock(), self.cap, selects)
+        let st = self.state.lock();
+        Self::send_ready_in(&st, self.cap, selects.then_some(std::ptr::null()))
     }
 
-    fn send_ready_in(st: &State<T>, cap: usize, selects: bool) -> bool {
+    /// `selects`: count selects blocked on receiving, except the one owning `token` (a select
+    /// that both sends and receives here must not pair with itself).
+    fn send_ready_in(st: &State<T>, cap: usize, selects: Option<*const Token>) -> bool {
         st.no_receivers
             || st.buf.len() < cap
             || !st.receivers.is_empty()
-            || (selects && cap == 0 && !st.recv_watchers.is_empty())
+            || selects.is_some_and(|mine| {
+                cap == 0
+                    && st.recv_watchers.iter().any(|w| {
+                        // SAFETY: linked watches are alive under the lock.
+                        unsafe { w.as_ref() }.token() != mine
+                    })
+            })
     }
 
     /// Links a select's watch of a receive, unless one is possible now (`true`: not linked).
@@ -343,7 +352,7 @@ impl<T> Chan<T> {
     /// Links a select's watch of a send, unless one is possible now (`true`: not linked).
     pub(crate) fn watch_send(&self, w: &Watch) -> bool {
         let mut st = self.state.lock();
-        if Self::send_ready_in(&st, self.cap, true) {
+        if Self::send_ready_in(&st, self.cap, Some(w.token())) {
             return true;
         }
         st.send_watchers.push(NonNull::from(w));

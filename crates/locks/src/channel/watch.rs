@@ -96,6 +96,11 @@ impl Watch {
         }
     }
 
+    /// The token this watch belongs to (to tell one select's watches from another's).
+    pub(crate) fn token(&self) -> *const Token {
+        self.token
+    }
+
     /// Fires the watch's token for its operation, if it is still armed; returns the unparker
     /// to call once the channel's lock is released.
     ///
