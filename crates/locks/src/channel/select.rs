@@ -7,6 +7,7 @@
 
 use super::watch::{Token, Watch};
 use super::{Receiver, RecvError, SendError, Sender};
+#[cfg(not(loom))]
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
@@ -356,6 +357,7 @@ impl<'a> Select<'a> {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static SEED: Cell<u64> = Cell::new({
         // Distinct per thread: the address of this thread's cell mixed with the time.
@@ -366,7 +368,13 @@ thread_local! {
     });
 }
 
+/// Shuffles `order` (Fisher–Yates with a per-thread xorshift). Under loom the order stays as
+/// added: a model must be deterministic from one exploration to the next.
+#[cfg(loom)]
+fn shuffle(_: &mut [usize]) {}
+
 /// Shuffles `order` (Fisher–Yates with a per-thread xorshift).
+#[cfg(not(loom))]
 fn shuffle(order: &mut [usize]) {
     if order.len() < 2 {
         return;
