@@ -120,6 +120,22 @@ proptest! {
             let (a, b): (Vec<u32>, Vec<usize>) = it().enumerate().map(|(i, &x)| (x, i)).unzip();
             assert_eq!(a, v);
             assert_eq!(b, (0..v.len()).collect::<Vec<_>>());
+            // map_init and map_with: a state per stretch, items in order.
+            let inits = AtomicUsize::new(0);
+            assert_eq!(
+                it().map_init(|| { inits.fetch_add(1, Ordering::Relaxed); 0u32 }, |seen, &x| {
+                    *seen += 1;
+                    x + 1
+                })
+                .collect::<Vec<_>>(),
+                v.iter().map(|x| x + 1).collect::<Vec<_>>()
+            );
+            assert!(inits.load(Ordering::Relaxed) <= v.len());
+            assert_eq!(
+                it().map_with(String::from("x"), |s, &x| { s.push('y'); x }).enumerate()
+                    .map(|(i, x)| i as u32 + x).collect::<Vec<_>>(),
+                v.iter().enumerate().map(|(i, &x)| i as u32 + x).collect::<Vec<_>>()
+            );
             // for_each_with and for_each_init: every item once, each participant its own state.
             let total = AtomicUsize::new(0);
             it().for_each_with(Vec::<u32>::new(), |seen, &x| {

@@ -333,3 +333,86 @@ impl<P: IndexedProducer> Producer for Chunks<P> {
     }
 }
 impl<P: IndexedProducer> IndexedProducer for Chunks<P> {}
+
+/// `.map_init(init, f)` and `.map_with(value, f)`: each item through `f(&mut state, item)`,
+/// with a state made for each stretch by `make` (rayon makes one per split likewise).
+pub struct MapInit<P, M, F> {
+    pub(crate) base: P,
+    pub(crate) make: M,
+    pub(crate) f: F,
+}
+
+/// Makes the state of one stretch of a [`MapInit`].
+pub trait MakeState: Sync {
+    /// The state.
+    type State;
+    /// A fresh state.
+    fn make(&self) -> Self::State;
+}
+
+/// A state made by calling a closure (`map_init`).
+pub struct InitWith<I>(pub(crate) I);
+
+impl<I: Fn() -> T + Sync, T> MakeState for InitWith<I> {
+    type State = T;
+    fn make(&self) -> T {
+        (self.0)()
+    }
+}
+
+/// A state cloned from a value (`map_with`), behind a lock so that `T` need not be `Sync`.
+pub struct CloneOf<T>(pub(crate) std::sync::Mutex<T>);
+
+impl<T: Clone + Send> MakeState for CloneOf<T> {
+    type State = T;
+    fn make(&self) -> T {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// One stretch of a [`MapInit`].
+pub struct MapInitStretch<'p, I, S, F> {
+    base: I,
+    state: S,
+    f: &'p F,
+}
+
+impl<I: Iterator, S, F: Fn(&mut S, I::Item) -> R, R> Iterator for MapInitStretch<'_, I, S, F> {
+    type Item = R;
+    #[inline]
+    fn next(&mut self) -> Option<R> {
+        let x = self.base.next()?;
+        Some((self.f)(&mut self.state, x))
+    }
+}
+
+impl<P, M, F, R> Producer for MapInit<P, M, F>
+where
+    P: Producer,
+    M: MakeState,
+    F: Fn(&mut M::State, P::Item) -> R + Sync,
+{
+    type Item = R;
+    type Iter<'p>
+        = MapInitStretch<'p, P::Iter<'p>, M::State, F>
+    where
+        Self: 'p;
+    fn len(&self) -> usize {
+        self.base.len()
+    }
+    unsafe fn stretch(&self, r: Range<usize>) -> Self::Iter<'_> {
+        MapInitStretch {
+            // SAFETY: forwarded contract.
+            base: unsafe { self.base.stretch(r) },
+            state: self.make.make(),
+            f: &self.f,
+        }
+    }
+}
+impl<P, M, F, R> IndexedProducer for MapInit<P, M, F>
+where
+    P: IndexedProducer,
+    M: MakeState,
+    F: Fn(&mut M::State, P::Item) -> R + Sync,
+{
+}

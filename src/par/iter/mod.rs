@@ -21,8 +21,8 @@ mod sources;
 mod vec;
 
 pub use adaptors::{
-    Chunks, ChunksStretch, Enumerate, Filter, FilterMap, FlatMap, FlatMapStretch, Map, Rev,
-    RevStretch, Skip, StepBy, Take, Zip,
+    Chunks, ChunksStretch, CloneOf, Enumerate, Filter, FilterMap, FlatMap, FlatMapStretch,
+    InitWith, MakeState, Map, MapInit, MapInitStretch, Rev, RevStretch, Skip, StepBy, Take, Zip,
 };
 pub use collect::{FromParallelIterator, ParallelExtend};
 pub use indexed::IndexedParallelIterator;

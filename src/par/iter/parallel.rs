@@ -1,6 +1,6 @@
 //! [`ParallelIterator`]: rayon's adaptors and consumers for every parallel iterator.
 
-use super::adaptors::{Filter, FilterMap, FlatMap, Map};
+use super::adaptors::{CloneOf, Filter, FilterMap, FlatMap, InitWith, Map, MapInit};
 use super::collect::FromParallelIterator;
 use super::producer::Producer;
 use super::search::Want;
@@ -58,6 +58,51 @@ pub trait ParallelIterator: Sized {
     {
         self.into_par_iter_parts()
             .with_producer(|base| Map { base, f })
+    }
+
+    /// Each item through `f(&mut state, item)`, with a state made by `init()` for each stretch
+    /// of items (rayon: for each split), e.g. a random number generator or a scratch buffer.
+    ///
+    /// ```
+    /// use footprint::par::prelude::*;
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
+    /// let squares: Vec<u64> = rt.block_on(|| {
+    ///     (0..1000u64)
+    ///         .into_par_iter()
+    ///         .map_init(Vec::new, |scratch: &mut Vec<u64>, x| {
+    ///             scratch.clear();
+    ///             scratch.push(x * x);
+    ///             scratch[0]
+    ///         })
+    ///         .collect()
+    /// });
+    /// assert_eq!(squares[999], 998_001);
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
+    fn map_init<I, T, F, R>(self, init: I, f: F) -> ParIter<MapInit<Self::Producer, InitWith<I>, F>>
+    where
+        I: Fn() -> T + Sync + Send,
+        F: Fn(&mut T, Self::Item) -> R + Sync + Send,
+    {
+        self.into_par_iter_parts().with_producer(|base| MapInit {
+            base,
+            make: InitWith(init),
+            f,
+        })
+    }
+
+    /// Each item through `f(&mut state, item)`, with a clone of `value` as the state of each
+    /// stretch of items.
+    fn map_with<T, F, R>(self, value: T, f: F) -> ParIter<MapInit<Self::Producer, CloneOf<T>, F>>
+    where
+        T: Clone + Send,
+        F: Fn(&mut T, Self::Item) -> R + Sync + Send,
+    {
+        self.into_par_iter_parts().with_producer(|base| MapInit {
+            base,
+            make: CloneOf(Mutex::new(value)),
+            f,
+        })
     }
 
     /// The items for which `pred` holds (no longer indexed).
