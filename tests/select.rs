@@ -419,3 +419,42 @@ fn completing_with_another_channel_says_which_to_pass() {
     sel.recv(&r1);
     let _ = sel.select().recv(&r2);
 }
+
+/// A green thread blocked in a select over three channels is switched back in at most once
+/// (it parks once and the send wakes it), whichever channel the send comes on; a select that
+/// polled would run many times.
+#[test]
+fn a_blocked_green_select_parks_once() {
+    with_watchdog(60, "select parks once", || {
+        let counted = footprint::Runtime::builder()
+            .workers(2)
+            .counters(footprint::Counters::Time)
+            .build()
+            .expect("a 2-worker runtime");
+        counted.block_on(|| {
+            for round in 0..12 {
+                let chans: Vec<(Sender<usize>, Receiver<usize>)> =
+                    (0..3).map(|_| channel::bounded(1)).collect();
+                let receivers: Vec<Receiver<usize>> =
+                    chans.iter().map(|(_, r)| r.clone()).collect();
+                let waiter = footprint::spawn(move || {
+                    let before = footprint::current_stats().expect("a green thread").runs;
+                    let mut sel = Select::new();
+                    for r in &receivers {
+                        sel.recv(r);
+                    }
+                    let oper = sel.select();
+                    let i = oper.index();
+                    let got = oper.recv(&receivers[i]).unwrap();
+                    let after = footprint::current_stats().expect("a green thread").runs;
+                    (i, got, after - before)
+                });
+                footprint::sleep(ms(2));
+                chans[round % 3].0.send(round).unwrap();
+                let (i, got, resumed) = waiter.join().unwrap();
+                assert_eq!((i, got), (round % 3, round));
+                assert!(resumed <= 1, "round {round}: resumed {resumed} times");
+            }
+        })
+    });
+}
