@@ -458,3 +458,86 @@ fn a_blocked_green_select_parks_once() {
         })
     });
 }
+
+/// A sender that pauses now and then, a receiver selecting with short timeouts that retries
+/// when it times out: every message arrives once, in order.
+#[test]
+fn stress_with_timeouts() {
+    both("stress timeouts", |on| {
+        const N: usize = 200;
+        let (s, r) = channel::bounded::<usize>(2);
+        let t = go(on, move || {
+            for i in 0..N {
+                if i % 50 == 0 {
+                    nap(on, 2);
+                }
+                s.send(i).unwrap();
+            }
+        });
+        let mut next = 0;
+        while next < N {
+            select! {
+                recv(r) -> v => {
+                    assert_eq!(v, Ok(next));
+                    next += 1;
+                }
+                // Timed out: try again.
+                default(Duration::from_micros(200)) => {}
+            }
+        }
+        t.join();
+        assert_eq!(r.recv(), Err(RecvError));
+    });
+}
+
+/// Channels sent through a channel and selected on by the receiver.
+#[test]
+fn channel_through_channel() {
+    both("channel through channel", |on| {
+        type Inner = Receiver<u64>;
+        let (s, r) = channel::bounded::<Inner>(1);
+        let t = go(on, move || {
+            for i in 0..50u64 {
+                let (is, ir) = channel::bounded(1);
+                is.send(i).unwrap();
+                select! {
+                    send(s, ir) -> res => res.unwrap(),
+                }
+            }
+        });
+        let mut sum = 0;
+        for _ in 0..50 {
+            let inner = select! { recv(r) -> v => v.unwrap() };
+            sum += select! { recv(inner) -> v => v.unwrap() };
+        }
+        t.join();
+        assert_eq!(sum, 49 * 50 / 2);
+    });
+}
+
+/// A message sent before a `try_select` is seen by it (no operation is missed because of the
+/// random order), and after the last sender is gone a receive arm is ready with an error.
+#[test]
+fn linearizable_try_select() {
+    both("linearizable", |_| {
+        for _ in 0..500 {
+            let (s1, r1) = channel::unbounded::<u8>();
+            let (s2, r2) = channel::unbounded::<u8>();
+            s2.send(2).unwrap();
+            let got = select! {
+                recv(r1) -> _ => 0,
+                recv(r2) -> v => v.unwrap(),
+                default => panic!("r2 had a message before the select"),
+            };
+            assert_eq!(got, 2);
+            drop(s1);
+            let disconnected = select! {
+                recv(r1) -> v => v.is_err(),
+                recv(r2) -> _ => false,
+                default => false,
+            };
+            assert!(disconnected);
+            drop(s2);
+        }
+    });
+}
