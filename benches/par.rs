@@ -12,6 +12,8 @@
 //! - `dot`: `map_reduce` dot product of two 2^20-element vectors (16 MiB) vs rayon
 //!   `par_iter().zip().map().sum()`; here `Dynamic` and `Guided` take 2^13 indices at a time.
 //! - `empty_loop`: a loop over 2 chunks with an empty body (per-loop overhead) vs rayon.
+//! - `sort/<n>`: `par_sort` and `par_sort_unstable` of `n` random `u64`s (10^6, 10^7) vs
+//!   rayon's, each sort on a fresh copy of the input (the copy is not timed).
 //!
 //! Everything is timed from inside the runtime / pool (`block_on` / `install` around criterion's
 //! whole batch, `iter_custom`), so only the loops are measured.
@@ -222,6 +224,62 @@ fn empty_loop(c: &mut Criterion) {
     g.finish();
 }
 
+/// A random input of `n` values (xorshift, fixed seed).
+fn random_u64s(n: usize) -> Vec<u64> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        })
+        .collect()
+}
+
+/// Sums the time of `iters` runs of `sort` on fresh copies of `input` (copies not timed).
+fn time_sorts(input: &[u64], iters: u64, sort: &mut dyn FnMut(&mut [u64])) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let mut v = input.to_vec();
+        let t = Instant::now();
+        sort(&mut v);
+        total += t.elapsed();
+        assert!(v.windows(2).all(|w| w[0] <= w[1]));
+    }
+    total
+}
+
+fn sort(c: &mut Criterion) {
+    let (rt, pool) = peers::runtime_and_rayon(WORKERS);
+    let mut g = c.benchmark_group("sort");
+    g.sample_size(10);
+    for (n, name) in [(1_000_000, "1e6"), (10_000_000, "1e7")] {
+        let input = random_u64s(n);
+        g.bench_function(BenchmarkId::new("footprint_par_sort", name), |b| {
+            use footprint::par::prelude::*;
+            b.iter_custom(|iters| rt.block_on(|| time_sorts(&input, iters, &mut |v| v.par_sort())))
+        });
+        g.bench_function(BenchmarkId::new("rayon_par_sort", name), |b| {
+            use rayon::prelude::*;
+            b.iter_custom(|iters| pool.install(|| time_sorts(&input, iters, &mut |v| v.par_sort())))
+        });
+        g.bench_function(BenchmarkId::new("footprint_par_sort_unstable", name), |b| {
+            use footprint::par::prelude::*;
+            b.iter_custom(|iters| {
+                rt.block_on(|| time_sorts(&input, iters, &mut |v| v.par_sort_unstable()))
+            })
+        });
+        g.bench_function(BenchmarkId::new("rayon_par_sort_unstable", name), |b| {
+            use rayon::prelude::*;
+            b.iter_custom(|iters| {
+                pool.install(|| time_sorts(&input, iters, &mut |v| v.par_sort_unstable()))
+            })
+        });
+    }
+    g.finish();
+}
+
 /// Prints the load average next to the figures (the machine is shared).
 fn load(_: &mut Criterion) {
     if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
@@ -232,6 +290,6 @@ fn load(_: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = short::config();
-    targets = load, empty_loop, triangular, dot, jacobi, load
+    targets = load, empty_loop, triangular, dot, jacobi, sort, load
 }
 criterion_main!(benches);

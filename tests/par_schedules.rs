@@ -191,7 +191,7 @@ fn loops_outside_a_runtime_run_on_the_global_runtime_workers() {
         64,
         "every iteration runs on a worker"
     );
-    let total: usize = (0..100).into_par_iter().sum();
+    let total: usize = (0..100usize).into_par_iter().sum();
     assert_eq!(total, 4950);
 }
 

@@ -15,6 +15,12 @@ pub(crate) trait Sink: Sized {
     /// Runs items `items` (each item of the loop reaches exactly one `consume`, once).
     fn consume(&mut self, items: Range<usize>);
 
+    /// Whether this participant wants no more takes (a search that found what it looks for):
+    /// it stops taking, and the items nobody took are left unconsumed.
+    fn finished(&self) -> bool {
+        false
+    }
+
     /// Drops what the participant gathered, after a panic stopped the loop: without letting a
     /// destructor's panic out (the loop's first panic is the one that reaches the caller, and
     /// a second one during its unwind would abort). A sink holding several values drops each
@@ -80,7 +86,7 @@ where
         let r = panic::catch_unwind(AssertUnwindSafe(|| {
             let s = sink.insert(new_sink());
             let mut worker = None;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && !s.finished() {
                 let Some(claim) = deal.next(&mut worker) else {
                     break;
                 };

@@ -79,3 +79,69 @@ where
     parts.sort_unstable_by_key(|(r, _)| r.start);
     parts.into_iter().map(|(_, a)| a).reduce(combine)
 }
+
+/// One participant's accumulators: one per maximal run of consecutive items it took, each run
+/// folded from a fresh `start()` in item order.
+struct Accumulators<'f, A, S, F> {
+    runs: Vec<(Range<usize>, A)>,
+    start: &'f S,
+    feed: &'f F,
+}
+
+impl<A, S, F> Sink for Accumulators<'_, A, S, F>
+where
+    S: Fn() -> A,
+    F: Fn(A, Range<usize>) -> A,
+{
+    fn consume(&mut self, items: Range<usize>) {
+        match self.runs.pop() {
+            Some((run, acc)) if run.end == items.start => {
+                let acc = (self.feed)(acc, items.clone());
+                self.runs.push((run.start..items.end, acc));
+            }
+            last => {
+                self.runs.extend(last);
+                let acc = (self.feed)((self.start)(), items.clone());
+                self.runs.push((items, acc));
+            }
+        }
+    }
+}
+
+/// Folds items `0..items` with `schedule` into one accumulator per maximal run of consecutive
+/// items a participant took (rayon's `fold`: an accumulator per split): each run starts from
+/// `start()` and `feed(acc, r)` folds a take `r` into it. The accumulators come back in item
+/// order; none when `items` is 0.
+#[track_caller]
+pub(crate) fn fold_runs<A, S, F>(items: usize, schedule: &Schedule, start: S, feed: F) -> Vec<A>
+where
+    A: Send,
+    S: Fn() -> A + Sync,
+    F: Fn(A, Range<usize>) -> A + Sync,
+{
+    let parts: Mutex<Vec<(Range<usize>, A)>> = Mutex::new(Vec::new());
+    let outcome = drive_catching(
+        items,
+        schedule,
+        || Accumulators {
+            runs: Vec::new(),
+            start: &start,
+            feed: &feed,
+        },
+        |sink| {
+            parts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(sink.runs)
+        },
+    );
+    let mut parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Err(p) = outcome {
+        for (_, a) in parts {
+            drop_quietly(a);
+        }
+        std::panic::resume_unwind(p);
+    }
+    parts.sort_unstable_by_key(|(r, _)| r.start);
+    parts.into_iter().map(|(_, a)| a).collect()
+}

@@ -1,6 +1,8 @@
 //! `par::for_each` over a range and `par::for_each_chunk_mut` over a slice's chunks.
 
-use super::iter::{IntoParallelIterator, ParallelSliceMut};
+use super::iter::{
+    IndexedParallelIterator, IntoParallelIterator, ParallelIterator, ParallelSliceMut,
+};
 use super::schedule::Schedule;
 use std::ops::Range;
 

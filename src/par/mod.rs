@@ -5,9 +5,11 @@
 //!   `Static`, `Dynamic(c)`, `Guided(c)` (as OpenMP defines them) or `Affinity(handle)`, which
 //!   remembers which worker ran each chunk and sends it there first next time (TBB's
 //!   `affinity_partitioner`), so an iterative solver's sweeps find their data in cache.
-//! - [`prelude`] gives rayon's shapes: `par_iter()`, `par_iter_mut()`, `par_chunks_mut(n)`,
-//!   `into_par_iter()`, with `map`, `filter`, `enumerate`, `zip`, `for_each`, `sum`, `reduce`,
-//!   `min_by_key`, `max_by_key`, `collect` (order kept) and `.with_schedule(s)`.
+//! - [`prelude`] gives rayon's parallel iterators ([`ParallelIterator`](iter::ParallelIterator),
+//!   [`IndexedParallelIterator`](iter::IndexedParallelIterator), `par_iter()`, `par_iter_mut()`,
+//!   `into_par_iter()` on slices, `Vec`s and integer ranges, `par_chunks*`, `par_windows`,
+//!   `par_sort*`, `collect` into `Vec`/`String`/maps/sets, `par_extend`), each consumer dealing
+//!   its items by the iterator's schedule (`.with_schedule(s)`).
 //!
 //! A loop runs on the current runtime's workers (the global runtime's outside any): the caller
 //! takes part, and one participant per further worker is offered to idle workers through
@@ -53,17 +55,22 @@ mod for_each;
 pub mod iter;
 mod map_reduce;
 mod schedule;
+mod sort;
 
 pub use affinity::{Affinity, AffinityStats};
 pub use for_each::{for_each, for_each_chunk_mut};
 pub use map_reduce::map_reduce;
 pub use schedule::Schedule;
 
-/// `use footprint::par::prelude::*;`: rayon's entry points and [`ParIter`](iter::ParIter).
+/// `use footprint::par::prelude::*;`: what `use rayon::prelude::*;` gives (the parallel
+/// iterator traits, `par_iter`/`par_iter_mut`/`into_par_iter`, the slice extensions with
+/// `par_chunks*`, `par_windows` and `par_sort*`, `collect` and `par_extend`), plus [`ParIter`](iter::ParIter),
+/// [`Schedule`] and [`Affinity`].
 pub mod prelude {
     pub use super::iter::{
-        FromParallelIterator, IndexedProducer, IntoParallelIterator, IntoParallelRefIterator,
-        IntoParallelRefMutIterator, ParIter, ParallelSliceMut, Producer,
+        FromParallelIterator, IndexedParallelIterator, IndexedProducer, IntoParallelIterator,
+        IntoParallelRefIterator, IntoParallelRefMutIterator, ParIter, ParallelExtend,
+        ParallelIterator, ParallelSlice, ParallelSliceMut, Producer,
     };
     pub use super::{Affinity, Schedule};
 }

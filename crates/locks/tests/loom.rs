@@ -491,6 +491,60 @@ fn channel_disconnect() {
     });
 }
 
+/// Select: a blocked select links a watch per channel while a sender races it; whichever
+/// order the linking, the readiness check and the send take, the select gets the message (no
+/// lost wake-up), parking at most once per round.
+#[test]
+fn select_registration_races_a_send() {
+    model(|| {
+        let (tx1, rx1) = channel::bounded::<usize>(1);
+        let (_tx2, rx2) = channel::bounded::<usize>(1);
+        let h = thread::spawn(move || tx1.send(3).unwrap());
+        let mut sel = channel::Select::new();
+        let a = sel.recv(&rx1);
+        let _b = sel.recv(&rx2);
+        let oper = sel.select();
+        assert_eq!(oper.index(), a);
+        assert_eq!(oper.recv(&rx1), Ok(3));
+        h.join().unwrap();
+    });
+}
+
+/// Select: two senders on the two watched channels race each other and the registration; the
+/// select takes one message and the other stays buffered.
+#[test]
+fn select_two_senders_one_wins() {
+    model(|| {
+        let (tx1, rx1) = channel::bounded::<usize>(1);
+        let (tx2, rx2) = channel::bounded::<usize>(1);
+        let h1 = thread::spawn(move || tx1.send(1).unwrap());
+        let h2 = thread::spawn(move || tx2.send(2).unwrap());
+        let got = channel::select! {
+            recv(rx1) -> m => m.unwrap(),
+            recv(rx2) -> m => m.unwrap(),
+        };
+        let other = if got == 1 { rx2.recv() } else { rx1.recv() };
+        assert_eq!(got + other.unwrap(), 3);
+        // Not joined: the select's wake-up may leave its thread a park permit (a spurious
+        // wake-up, which `park` allows), and loom's `join` does not model one.
+        drop((h1, h2));
+    });
+}
+
+/// Select: a disconnection races the registration; the select sees the disconnected arm.
+#[test]
+fn select_sees_a_racing_disconnection() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || drop(tx));
+        let r = channel::select! {
+            recv(rx) -> m => m,
+        };
+        assert_eq!(r, Err(channel::RecvError));
+        h.join().unwrap();
+    });
+}
+
 /// RwLock: a writer and a reader (policy `W`) exclude each other, and whichever waits is woken.
 /// The reader sees the value before or after the write, never a torn one.
 fn rwlock_model<W: WaitPolicy>() {

@@ -1,23 +1,40 @@
-//! Rayon's iterator shapes on footprint's loops: `par_iter`, `par_iter_mut`, `par_chunks_mut`,
-//! `into_par_iter`, and the common adaptors and consumers.
+//! Rayon's iterator shapes on footprint's loops: [`ParallelIterator`],
+//! [`IndexedParallelIterator`], their sources (`par_iter`, `par_iter_mut`, `into_par_iter` on
+//! slices, `Vec`s and integer ranges, [`ParallelSlice`], [`ParallelSliceMut`]) and sinks
+//! ([`FromParallelIterator`], [`ParallelExtend`]).
 //!
-//! A [`ParIter`] is an indexed producer (a length, and the items of any stretch of positions)
-//! and a [`Schedule`]; a consumer deals the positions to the workers by the schedule and runs
-//! each stretch sequentially. Consumers that build a value (`sum`, `reduce`, `collect`,
-//! `min_by_key`, `max_by_key`) combine the stretches' results in position order.
+//! A [`ParIter`] is a producer (a length, and the items of any stretch of positions) and a
+//! [`Schedule`]; a consumer deals the positions to the workers by the schedule and runs each
+//! stretch sequentially. Consumers that build a value (`sum`, `reduce`, `collect`, `min`, ...)
+//! combine the stretches' results in position order, so they give what the sequential iterator
+//! gives whenever the combining operation is associative.
 
 mod adaptors;
+mod collect;
+mod indexed;
+mod parallel;
 mod producer;
+mod range;
+mod search;
+mod slice;
 mod sources;
+mod vec;
 
-pub use adaptors::{Enumerate, Filter, Map, Zip};
+pub use adaptors::{
+    Chunks, ChunksStretch, CloneOf, Enumerate, Filter, FilterMap, FlatMap, FlatMapStretch,
+    InitWith, MakeState, Map, MapInit, MapInitStretch, Rev, RevStretch, Skip, StepBy, Take, Zip,
+};
+pub use collect::{FromParallelIterator, ParallelExtend};
+pub use indexed::IndexedParallelIterator;
+pub use parallel::ParallelIterator;
 pub use producer::{
-    ChunksMutProducer, IndexedProducer, Producer, RangeProducer, SliceMutProducer, SliceProducer,
+    ChunksMutProducer, ChunksProducer, IndexedProducer, Producer, SliceMutProducer, SliceProducer,
+    WindowsProducer,
 };
-pub use sources::{
-    FromParallelIterator, IntoParallelIterator, IntoParallelRefIterator,
-    IntoParallelRefMutIterator, ParallelSliceMut,
-};
+pub use range::{RangeInclusiveProducer, RangeProducer};
+pub use slice::{ParallelSlice, ParallelSliceMut};
+pub use sources::{IntoParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator};
+pub use vec::{VecProducer, VecStretch};
 
 use super::engine::{drive, Sink};
 use super::fold::fold_in_order;
@@ -25,6 +42,8 @@ use super::schedule::Schedule;
 use std::ops::Range;
 
 /// A parallel iterator: a producer of items and the [`Schedule`] that deals them to workers.
+/// Its methods are those of [`ParallelIterator`] and, when every position is one item,
+/// [`IndexedParallelIterator`].
 ///
 /// ```
 /// use footprint::par::prelude::*;
@@ -58,6 +77,22 @@ impl<P: Producer, F: Fn(P::Item)> Sink for ForEach<'_, P, F> {
     }
 }
 
+/// Runs a stretch of positions through the consumer's closure with the participant's state.
+struct ForEachWith<'a, P, T, F> {
+    producer: &'a P,
+    state: T,
+    f: &'a F,
+}
+
+impl<P: Producer, T, F: Fn(&mut T, P::Item)> Sink for ForEachWith<'_, P, T, F> {
+    fn consume(&mut self, items: Range<usize>) {
+        // SAFETY: the engine hands every position of 0..len to exactly one consume, once.
+        for x in unsafe { self.producer.stretch(items) } {
+            (self.f)(&mut self.state, x)
+        }
+    }
+}
+
 impl<P: Producer> ParIter<P> {
     pub(crate) fn new(producer: P) -> ParIter<P> {
         ParIter {
@@ -66,66 +101,23 @@ impl<P: Producer> ParIter<P> {
         }
     }
 
-    /// Deals the items by `schedule` (default: [`Schedule::default`]).
-    pub fn with_schedule(mut self, schedule: Schedule) -> ParIter<P> {
-        self.schedule = schedule;
-        self
-    }
-
-    /// Number of positions (before any `filter`).
-    pub fn len(&self) -> usize {
-        self.producer.len()
-    }
-
-    /// Whether there are no positions.
-    pub fn is_empty(&self) -> bool {
-        self.producer.is_empty()
-    }
-
-    /// Each item through `f`.
-    pub fn map<F, R>(self, f: F) -> ParIter<Map<P, F>>
-    where
-        F: Fn(P::Item) -> R + Sync + Send,
-    {
+    /// The same schedule over another producer (for adaptors).
+    pub(crate) fn with_producer<Q: Producer>(self, f: impl FnOnce(P) -> Q) -> ParIter<Q> {
         ParIter {
-            producer: Map {
-                base: self.producer,
-                f,
-            },
+            producer: f(self.producer),
             schedule: self.schedule,
         }
     }
 
-    /// The items for which `pred` holds (no longer indexed: no `enumerate` or `zip` after it).
-    pub fn filter<F>(self, pred: F) -> ParIter<Filter<P, F>>
-    where
-        F: Fn(&P::Item) -> bool + Sync + Send,
-    {
-        ParIter {
-            producer: Filter {
-                base: self.producer,
-                pred,
-            },
-            schedule: self.schedule,
-        }
+    pub(crate) fn producer(self) -> P {
+        self.producer
     }
 
-    /// Copies of referenced items (`.map(|x| *x)`).
-    #[allow(clippy::type_complexity)]
-    pub fn copied<'a, T>(self) -> ParIter<Map<P, fn(&'a T) -> T>>
-    where
-        P: Producer<Item = &'a T>,
-        T: Copy + 'a,
-    {
-        self.map(|x: &'a T| *x)
-    }
-
-    /// Calls `f` on every item, in parallel. Returns once every item is done; a panic in `f`
-    /// stops the loop and is re-raised here after every participant has stopped.
+    /// Runs `f` on every item.
     #[track_caller]
-    pub fn for_each<F>(self, f: F)
+    pub(crate) fn run_for_each<F>(self, f: F)
     where
-        F: Fn(P::Item) + Sync + Send,
+        F: Fn(P::Item) + Sync,
     {
         let producer = &self.producer;
         drive(
@@ -136,10 +128,30 @@ impl<P: Producer> ParIter<P> {
         );
     }
 
+    /// Runs `f` on every item with a state per participant, made by `init`.
+    #[track_caller]
+    pub(crate) fn run_for_each_with<T, I, F>(self, init: I, f: F)
+    where
+        I: Fn() -> T + Sync,
+        F: Fn(&mut T, P::Item) + Sync,
+    {
+        let producer = &self.producer;
+        drive(
+            producer.len(),
+            &self.schedule,
+            || ForEachWith {
+                producer,
+                state: init(),
+                f: &f,
+            },
+            |_| {},
+        );
+    }
+
     /// Folds every stretch with `fold` and combines neighbouring results with `combine`, in
     /// position order. `None` when there are no positions.
     #[track_caller]
-    fn fold_stretches<A, F, C>(self, fold: F, combine: C) -> Option<A>
+    pub(crate) fn fold_stretches<A, F, C>(self, fold: F, combine: C) -> Option<A>
     where
         A: Send,
         F: Fn(P::Iter<'_>) -> A + Sync,
@@ -155,76 +167,22 @@ impl<P: Producer> ParIter<P> {
         )
     }
 
-    /// The sum of the items.
+    /// One accumulator per run of consecutive stretches a participant took, in order.
     #[track_caller]
-    pub fn sum<S>(self) -> S
+    pub(crate) fn fold_runs<A, S, F>(self, start: S, feed: F) -> Vec<A>
     where
-        S: std::iter::Sum<P::Item> + std::iter::Sum<S> + Send,
+        A: Send,
+        S: Fn() -> A + Sync,
+        F: Fn(A, P::Iter<'_>) -> A + Sync,
     {
-        self.fold_stretches(|it| it.sum::<S>(), |a, b| [a, b].into_iter().sum())
-            .unwrap_or_else(|| std::iter::empty::<S>().sum())
-    }
-
-    /// The items reduced with `op` (associative), starting each stretch from `identity()`;
-    /// `identity()` when there are none.
-    #[track_caller]
-    pub fn reduce<I, O>(self, identity: I, op: O) -> P::Item
-    where
-        P::Item: Send,
-        I: Fn() -> P::Item + Sync + Send,
-        O: Fn(P::Item, P::Item) -> P::Item + Sync + Send,
-    {
-        self.fold_stretches(|it| it.fold(identity(), &op), &op)
-            .unwrap_or_else(identity)
-    }
-
-    /// The item with the least key (the first of equal ones), `None` when there are none.
-    #[track_caller]
-    pub fn min_by_key<K, F>(self, key: F) -> Option<P::Item>
-    where
-        P::Item: Send,
-        K: Ord,
-        F: Fn(&P::Item) -> K + Sync + Send,
-    {
-        // A later item wins only with a smaller key.
-        self.best_by_key(key, |later, earlier| later < earlier)
-    }
-
-    /// The item with the greatest key (the last of equal ones), `None` when there are none.
-    #[track_caller]
-    pub fn max_by_key<K, F>(self, key: F) -> Option<P::Item>
-    where
-        P::Item: Send,
-        K: Ord,
-        F: Fn(&P::Item) -> K + Sync + Send,
-    {
-        // A later item wins with an equal or greater key.
-        self.best_by_key(key, |later, earlier| later >= earlier)
-    }
-
-    /// The item kept by scanning in order and replacing the kept one whenever
-    /// `later_wins(key(item), key(kept))`.
-    #[track_caller]
-    fn best_by_key<K, F>(self, key: F, later_wins: fn(&K, &K) -> bool) -> Option<P::Item>
-    where
-        P::Item: Send,
-        F: Fn(&P::Item) -> K + Sync + Send,
-    {
-        let pick = |a: Option<P::Item>, b: Option<P::Item>| match (a, b) {
-            (Some(a), Some(b)) => Some(if later_wins(&key(&b), &key(&a)) { b } else { a }),
-            (a, b) => a.or(b),
-        };
-        self.fold_stretches(|it| it.map(Some).fold(None, &pick), pick)
-            .flatten()
-    }
-
-    /// The items gathered into a collection, in order (`Vec<_>`).
-    #[track_caller]
-    pub fn collect<C>(self) -> C
-    where
-        C: FromParallelIterator<P::Item>,
-    {
-        C::from_par_iter(self)
+        let producer = &self.producer;
+        super::fold::fold_runs(
+            producer.len(),
+            &self.schedule,
+            start,
+            // SAFETY: fold_runs passes every position of 0..len to `feed` exactly once.
+            |acc, r| feed(acc, unsafe { producer.stretch(r) }),
+        )
     }
 
     /// The items in order, in a `Vec`.
@@ -241,33 +199,5 @@ impl<P: Producer> ParIter<P> {
             },
         )
         .unwrap_or_default()
-    }
-}
-
-impl<P: IndexedProducer> ParIter<P> {
-    /// Each item with its position.
-    pub fn enumerate(self) -> ParIter<Enumerate<P>> {
-        ParIter {
-            producer: Enumerate {
-                base: self.producer,
-            },
-            schedule: self.schedule,
-        }
-    }
-
-    /// Pairs of this iterator's and `other`'s items by position, as many as the shorter has.
-    /// The schedule is this iterator's.
-    pub fn zip<Z>(self, other: Z) -> ParIter<Zip<P, Z::Producer>>
-    where
-        Z: IntoParallelIterator,
-        Z::Producer: IndexedProducer,
-    {
-        ParIter {
-            producer: Zip {
-                a: self.producer,
-                b: other.into_par_iter().producer,
-            },
-            schedule: self.schedule,
-        }
     }
 }

@@ -6,8 +6,8 @@ use std::ops::Range;
 
 /// A source of items at positions `0..len()`, any stretch of which can be produced on its own.
 ///
-/// Implemented by the prelude's sources (slices, mutable slices, mutable chunks, ranges) and
-/// adaptors; user code names it only in bounds.
+/// Implemented by the prelude's sources (slices, mutable slices, chunks, windows, ranges,
+/// `Vec`s by value) and adaptors; user code names it only in bounds.
 pub trait Producer: Sync {
     /// What the producer yields.
     type Item;
@@ -25,12 +25,23 @@ pub trait Producer: Sync {
     ///
     /// # Safety
     /// `r` lies within `0..len()`, and over the producer's life no position is asked for twice
-    /// (a mutable source hands out each element once).
+    /// (a mutable or owning source hands out each element once).
     unsafe fn stretch(&self, r: Range<usize>) -> Self::Iter<'_>;
+
+    /// All items, in order, as one sequential iterator (a parallel iterator nested in
+    /// `flat_map` runs this way, inside its outer stretch).
+    fn into_seq(self) -> std::vec::IntoIter<Self::Item>
+    where
+        Self: Sized,
+    {
+        // SAFETY: the whole range, once: `self` is consumed here.
+        let items: Vec<Self::Item> = unsafe { self.stretch(0..self.len()) }.collect();
+        items.into_iter()
+    }
 }
 
 /// A producer whose position `i` yields exactly the `i`-th item (no filtering), so positions
-/// can be numbered (`enumerate`) and paired (`zip`).
+/// can be numbered (`enumerate`), paired (`zip`), reversed, skipped and stepped over.
 pub trait IndexedProducer: Producer {}
 
 /// `slice.par_iter()`.
@@ -109,8 +120,8 @@ impl<'data, T: Send> Producer for SliceMutProducer<'data, T> {
 }
 impl<T: Send> IndexedProducer for SliceMutProducer<'_, T> {}
 
-/// `slice.par_chunks_mut(n)`: position `i` is the chunk `i * n .. (i + 1) * n` (the last one
-/// shorter).
+/// `slice.par_chunks_mut(n)` (and `par_chunks_exact_mut(n)` over the whole chunks): position `i`
+/// is the chunk `i * n .. (i + 1) * n` (the last one shorter).
 pub struct ChunksMutProducer<'data, T> {
     pub(crate) raw: RawSliceMut<'data, T>,
     pub(crate) chunk_len: usize,
@@ -137,19 +148,50 @@ impl<'data, T: Send> Producer for ChunksMutProducer<'data, T> {
 }
 impl<T: Send> IndexedProducer for ChunksMutProducer<'_, T> {}
 
-/// `(a..b).into_par_iter()`.
-pub struct RangeProducer {
-    pub(crate) range: Range<usize>,
+/// `slice.par_chunks(n)` (and `par_chunks_exact(n)` over the whole chunks): position `i` is
+/// `&slice[i * n .. (i + 1) * n]` (the last one shorter).
+pub struct ChunksProducer<'data, T> {
+    pub(crate) slice: &'data [T],
+    pub(crate) chunk_len: usize,
 }
 
-impl Producer for RangeProducer {
-    type Item = usize;
-    type Iter<'p> = Range<usize>;
+impl<'data, T: Sync> Producer for ChunksProducer<'data, T> {
+    type Item = &'data [T];
+    type Iter<'p>
+        = std::slice::Chunks<'data, T>
+    where
+        Self: 'p;
     fn len(&self) -> usize {
-        self.range.len()
+        self.slice.len().div_ceil(self.chunk_len)
     }
-    unsafe fn stretch(&self, r: Range<usize>) -> Range<usize> {
-        self.range.start + r.start..self.range.start + r.end
+    unsafe fn stretch(&self, r: Range<usize>) -> Self::Iter<'_> {
+        let n = self.chunk_len;
+        let end = r.end.saturating_mul(n).min(self.slice.len());
+        self.slice[r.start.saturating_mul(n).min(end)..end].chunks(n)
     }
 }
-impl IndexedProducer for RangeProducer {}
+impl<T: Sync> IndexedProducer for ChunksProducer<'_, T> {}
+
+/// `slice.par_windows(n)`: position `i` is `&slice[i .. i + n]`.
+pub struct WindowsProducer<'data, T> {
+    pub(crate) slice: &'data [T],
+    pub(crate) window: usize,
+}
+
+impl<'data, T: Sync> Producer for WindowsProducer<'data, T> {
+    type Item = &'data [T];
+    type Iter<'p>
+        = std::slice::Windows<'data, T>
+    where
+        Self: 'p;
+    fn len(&self) -> usize {
+        (self.slice.len() + 1).saturating_sub(self.window)
+    }
+    unsafe fn stretch(&self, r: Range<usize>) -> Self::Iter<'_> {
+        if r.is_empty() {
+            return self.slice[..0].windows(self.window);
+        }
+        self.slice[r.start..r.end + self.window - 1].windows(self.window)
+    }
+}
+impl<T: Sync> IndexedProducer for WindowsProducer<'_, T> {}

@@ -1,34 +1,44 @@
-//! Where parallel iterators come from: ranges, slices and `Vec`s; and where they go (`collect`).
+//! Where parallel iterators come from: `into_par_iter` on slices, `Vec`s (by reference and by
+//! value) and parallel iterators (integer ranges are in `range.rs`); `par_iter` and
+//! `par_iter_mut` on anything whose reference is one of those.
 
-use super::producer::{
-    ChunksMutProducer, Producer, RangeProducer, RawSliceMut, SliceMutProducer, SliceProducer,
-};
+use super::producer::{Producer, RawSliceMut, SliceMutProducer, SliceProducer};
+use super::vec::VecProducer;
 use super::ParIter;
-use std::ops::Range;
 
-/// Turns a value into a parallel iterator (`(0..n).into_par_iter()`).
+/// Turns a value into a parallel iterator (`(0..n).into_par_iter()`, `vec.into_par_iter()`).
+///
+/// ```
+/// use footprint::par::prelude::*;
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// let names = vec![String::from("a"), String::from("bc")];
+/// let (lens, wide) = rt.block_on(|| {
+///     let lens: Vec<usize> = names.into_par_iter().map(|s| s.len()).collect();
+///     let wide: i64 = (-5i64..=5).into_par_iter().map(|x| x * x).sum();
+///     (lens, wide)
+/// });
+/// assert_eq!((lens, wide), (vec![1, 2], 110));
+/// # Ok::<(), footprint::Error>(())
+/// ```
 pub trait IntoParallelIterator {
+    /// What the iterator yields.
+    type Item;
     /// The producer of the iterator.
-    type Producer: Producer;
+    type Producer: Producer<Item = Self::Item>;
     /// The parallel iterator.
     fn into_par_iter(self) -> ParIter<Self::Producer>;
 }
 
 impl<P: Producer> IntoParallelIterator for ParIter<P> {
+    type Item = P::Item;
     type Producer = P;
     fn into_par_iter(self) -> ParIter<P> {
         self
     }
 }
 
-impl IntoParallelIterator for Range<usize> {
-    type Producer = RangeProducer;
-    fn into_par_iter(self) -> ParIter<RangeProducer> {
-        ParIter::new(RangeProducer { range: self })
-    }
-}
-
 impl<'data, T: Sync> IntoParallelIterator for &'data [T] {
+    type Item = &'data T;
     type Producer = SliceProducer<'data, T>;
     fn into_par_iter(self) -> ParIter<Self::Producer> {
         ParIter::new(SliceProducer { slice: self })
@@ -36,6 +46,15 @@ impl<'data, T: Sync> IntoParallelIterator for &'data [T] {
 }
 
 impl<'data, T: Sync> IntoParallelIterator for &'data Vec<T> {
+    type Item = &'data T;
+    type Producer = SliceProducer<'data, T>;
+    fn into_par_iter(self) -> ParIter<Self::Producer> {
+        self.as_slice().into_par_iter()
+    }
+}
+
+impl<'data, T: Sync, const N: usize> IntoParallelIterator for &'data [T; N] {
+    type Item = &'data T;
     type Producer = SliceProducer<'data, T>;
     fn into_par_iter(self) -> ParIter<Self::Producer> {
         self.as_slice().into_par_iter()
@@ -43,6 +62,7 @@ impl<'data, T: Sync> IntoParallelIterator for &'data Vec<T> {
 }
 
 impl<'data, T: Send> IntoParallelIterator for &'data mut [T] {
+    type Item = &'data mut T;
     type Producer = SliceMutProducer<'data, T>;
     fn into_par_iter(self) -> ParIter<Self::Producer> {
         ParIter::new(SliceMutProducer {
@@ -52,74 +72,67 @@ impl<'data, T: Send> IntoParallelIterator for &'data mut [T] {
 }
 
 impl<'data, T: Send> IntoParallelIterator for &'data mut Vec<T> {
+    type Item = &'data mut T;
     type Producer = SliceMutProducer<'data, T>;
     fn into_par_iter(self) -> ParIter<Self::Producer> {
         self.as_mut_slice().into_par_iter()
     }
 }
 
-/// `par_iter()` on slices and `Vec`s: shared references to the elements.
+impl<'data, T: Send, const N: usize> IntoParallelIterator for &'data mut [T; N] {
+    type Item = &'data mut T;
+    type Producer = SliceMutProducer<'data, T>;
+    fn into_par_iter(self) -> ParIter<Self::Producer> {
+        self.as_mut_slice().into_par_iter()
+    }
+}
+
+impl<T: Send> IntoParallelIterator for Vec<T> {
+    type Item = T;
+    type Producer = VecProducer<T>;
+    fn into_par_iter(self) -> ParIter<VecProducer<T>> {
+        ParIter::new(VecProducer::new(self))
+    }
+}
+
+/// `par_iter()`: a parallel iterator over shared references (slices, `Vec`s, arrays, ranges).
 pub trait IntoParallelRefIterator<'data> {
+    /// What the iterator yields.
+    type Item;
     /// The producer of the iterator.
-    type Producer: Producer;
-    /// A parallel iterator over `&T`.
+    type Producer: Producer<Item = Self::Item>;
+    /// A parallel iterator over `&self`'s items.
     fn par_iter(&'data self) -> ParIter<Self::Producer>;
 }
 
-impl<'data, T: Sync + 'data> IntoParallelRefIterator<'data> for [T] {
-    type Producer = SliceProducer<'data, T>;
+impl<'data, C: ?Sized + 'data> IntoParallelRefIterator<'data> for C
+where
+    &'data C: IntoParallelIterator,
+{
+    type Item = <&'data C as IntoParallelIterator>::Item;
+    type Producer = <&'data C as IntoParallelIterator>::Producer;
     fn par_iter(&'data self) -> ParIter<Self::Producer> {
         self.into_par_iter()
     }
 }
 
-/// `par_iter_mut()` on slices and `Vec`s: mutable references to the elements.
+/// `par_iter_mut()`: a parallel iterator over mutable references (slices, `Vec`s, arrays).
 pub trait IntoParallelRefMutIterator<'data> {
+    /// What the iterator yields.
+    type Item;
     /// The producer of the iterator.
-    type Producer: Producer;
-    /// A parallel iterator over `&mut T`.
+    type Producer: Producer<Item = Self::Item>;
+    /// A parallel iterator over `&mut self`'s items.
     fn par_iter_mut(&'data mut self) -> ParIter<Self::Producer>;
 }
 
-impl<'data, T: Send + 'data> IntoParallelRefMutIterator<'data> for [T] {
-    type Producer = SliceMutProducer<'data, T>;
+impl<'data, C: ?Sized + 'data> IntoParallelRefMutIterator<'data> for C
+where
+    &'data mut C: IntoParallelIterator,
+{
+    type Item = <&'data mut C as IntoParallelIterator>::Item;
+    type Producer = <&'data mut C as IntoParallelIterator>::Producer;
     fn par_iter_mut(&'data mut self) -> ParIter<Self::Producer> {
         self.into_par_iter()
-    }
-}
-
-/// `par_chunks_mut(n)` on slices and `Vec`s.
-pub trait ParallelSliceMut<T: Send> {
-    /// A parallel iterator over chunks of `chunk_len` elements (the last one shorter).
-    ///
-    /// # Panics
-    /// If `chunk_len` is 0 (at the call, as `chunks_mut(0)` does).
-    fn par_chunks_mut(&mut self, chunk_len: usize) -> ParIter<ChunksMutProducer<'_, T>>;
-}
-
-impl<T: Send> ParallelSliceMut<T> for [T] {
-    #[track_caller]
-    fn par_chunks_mut(&mut self, chunk_len: usize) -> ParIter<ChunksMutProducer<'_, T>> {
-        assert!(
-            chunk_len != 0,
-            "footprint::par: a chunk length of 0 makes no chunks; pass a chunk length of at least 1"
-        );
-        ParIter::new(ChunksMutProducer {
-            raw: RawSliceMut::new(self),
-            chunk_len,
-        })
-    }
-}
-
-/// Collections a parallel iterator can be gathered into, in order (`collect`).
-pub trait FromParallelIterator<T> {
-    /// Gathers the items of `iter`.
-    fn from_par_iter<P: Producer<Item = T>>(iter: ParIter<P>) -> Self;
-}
-
-impl<T: Send> FromParallelIterator<T> for Vec<T> {
-    #[track_caller]
-    fn from_par_iter<P: Producer<Item = T>>(iter: ParIter<P>) -> Vec<T> {
-        iter.collect_vec()
     }
 }

@@ -7,6 +7,7 @@
 //! its message straight into that receiver's node, and a receiver that frees a place pulls the
 //! first waiting sender's message into the buffer: a woken thread never competes again.
 
+use super::watch::{Token, Watch};
 use crate::handoff::{wake_all, Handoff, CANCELLED, DISCONNECTED, DONE, WAITING};
 use crate::hook::Unparker;
 use crate::spin::SpinLock;
@@ -65,6 +66,25 @@ struct State<T> {
     no_senders: bool,
     /// Every `Receiver` is gone.
     no_receivers: bool,
+    /// Blocked selects waiting for a receive to become possible.
+    recv_watchers: Vec<NonNull<Watch>>,
+    /// Blocked selects waiting for a send to become possible.
+    send_watchers: Vec<NonNull<Watch>>,
+}
+
+impl<T> State<T> {
+    fn recv_ready(&self) -> bool {
+        !self.buf.is_empty() || !self.senders.is_empty() || self.no_senders
+    }
+}
+
+/// Fires the watches of `list` (a change made their operation possible) and empties it;
+/// returns the unparkers of the selects woken, to call once the lock is released.
+fn fire(list: &mut Vec<NonNull<Watch>>) -> Vec<Unparker> {
+    list.drain(..)
+        // SAFETY: linked watches are alive, and we hold their channel's lock.
+        .filter_map(|w| unsafe { w.as_ref().fire() })
+        .collect()
 }
 
 pub(crate) struct Chan<T> {
@@ -149,6 +169,8 @@ impl<T> Chan<T> {
                 senders: VecDeque::new(),
                 no_senders: false,
                 no_receivers: false,
+                recv_watchers: Vec::new(),
+                send_watchers: Vec::new(),
             }),
             cap: cap.unwrap_or(usize::MAX),
             sender_count: AtomicUsize::new(1),
@@ -190,6 +212,9 @@ impl<T> Chan<T> {
                 );
             }
             st.buf.push_back(msg);
+            let woken = fire(&mut st.recv_watchers);
+            drop(st);
+            wake_all(woken);
             return Ok(());
         }
         if let Block::Never = block {
@@ -197,7 +222,9 @@ impl<T> Chan<T> {
         }
         let node = Handoff::new(Some(msg));
         st.senders.push_back(NonNull::from(&node));
+        let woken = fire(&mut st.recv_watchers);
         drop(st);
+        wake_all(woken);
         let linked = Linked {
             chan: self,
             node: &node,
@@ -230,8 +257,15 @@ impl<T> Chan<T> {
                     s.complete(DONE)
                 }
             });
+            // Still free (no sender took it): a watching select may send now.
+            let woken = if wake.is_none() {
+                fire(&mut st.send_watchers)
+            } else {
+                Vec::new()
+            };
             drop(st);
             wake_all(wake);
+            wake_all(woken);
             return Ok(msg);
         }
         if let Some(s) = st.senders.pop_front() {
@@ -254,7 +288,9 @@ impl<T> Chan<T> {
         }
         let node = Handoff::new(None);
         st.receivers.push_back(NonNull::from(&node));
+        let woken = fire(&mut st.send_watchers);
         drop(st);
+        wake_all(woken);
         let linked = Linked {
             chan: self,
             node: &node,
@@ -271,13 +307,79 @@ impl<T> Chan<T> {
         }
     }
 
+    /// Whether a receive would not wait now (a message, a waiting sender, or disconnected).
+    pub(crate) fn recv_ready(&self) -> bool {
+        self.state.lock().recv_ready()
+    }
+
+    /// Whether a send would not wait now (a free place, a waiting receiver, or disconnected).
+    /// With `selects`, a zero-capacity channel also counts a select blocked on receiving from
+    /// it: the send then waits for that select to take the message.
+    pub(crate) fn send_ready(&self, selects: bool) -> bool {
+        let st = self.state.lock();
+        Self::send_ready_in(&st, self.cap, selects.then_some(std::ptr::null()))
+    }
+
+    /// `selects`: count selects blocked on receiving, except the one owning `token` (a select
+    /// that both sends and receives here must not pair with itself).
+    fn send_ready_in(st: &State<T>, cap: usize, selects: Option<*const Token>) -> bool {
+        st.no_receivers
+            || st.buf.len() < cap
+            || !st.receivers.is_empty()
+            || selects.is_some_and(|mine| {
+                cap == 0
+                    && st.recv_watchers.iter().any(|w| {
+                        // SAFETY: linked watches are alive under the lock.
+                        unsafe { w.as_ref() }.token() != mine
+                    })
+            })
+    }
+
+    /// Links a select's watch of a receive, unless one is possible now (`true`: not linked).
+    pub(crate) fn watch_recv(&self, w: &Watch) -> bool {
+        let mut st = self.state.lock();
+        if st.recv_ready() {
+            return true;
+        }
+        st.recv_watchers.push(NonNull::from(w));
+        // A select sending to this zero-capacity channel may now pair with this one.
+        let woken = if self.cap == 0 {
+            fire(&mut st.send_watchers)
+        } else {
+            Vec::new()
+        };
+        drop(st);
+        wake_all(woken);
+        false
+    }
+
+    /// Links a select's watch of a send, unless one is possible now (`true`: not linked).
+    pub(crate) fn watch_send(&self, w: &Watch) -> bool {
+        let mut st = self.state.lock();
+        if Self::send_ready_in(&st, self.cap, Some(w.token())) {
+            return true;
+        }
+        st.send_watchers.push(NonNull::from(w));
+        false
+    }
+
+    /// Unlinks a select's watch if a channel has not already done so when firing it.
+    pub(crate) fn unwatch(&self, w: &Watch) {
+        let me = NonNull::from(w);
+        let mut st = self.state.lock();
+        st.recv_watchers.retain(|&p| p != me);
+        st.send_watchers.retain(|&p| p != me);
+    }
+
     /// The last sender is gone: parked receivers (the buffer is empty) learn it.
     pub(crate) fn disconnect_senders(&self) {
         let mut st = self.state.lock();
         st.no_senders = true;
         let wake = complete_all(&mut st.receivers);
+        let woken = fire(&mut st.recv_watchers);
         drop(st);
         wake_all(wake);
+        wake_all(woken);
     }
 
     /// The last receiver is gone: parked senders get their messages back, and the buffered
@@ -288,9 +390,11 @@ impl<T> Chan<T> {
         let mut st = self.state.lock();
         st.no_receivers = true;
         let wake = complete_all(&mut st.senders);
+        let woken = fire(&mut st.send_watchers);
         let buffered = std::mem::take(&mut st.buf);
         drop(st);
         wake_all(wake);
+        wake_all(woken);
         drop_in_order(buffered);
     }
 }
@@ -328,6 +432,7 @@ impl<T> Drop for Chan<T> {
     fn drop(&mut self) {
         let mut st = self.state.lock();
         debug_assert!(st.receivers.is_empty() && st.senders.is_empty());
+        debug_assert!(st.recv_watchers.is_empty() && st.send_watchers.is_empty());
         // Empty unless the drain of the last receiver panicked part-way (then it leaked the
         // rest); dropped the same panic-safe way in any case.
         let buffered = std::mem::take(&mut st.buf);

@@ -32,8 +32,11 @@
 //! assert_eq!(*r.unwrap_err().downcast::<&str>().unwrap(), "first drop");
 //! ```
 //!
-//! A waiting thread publishes the `Waiter` priority class, like a lock waiter. There is no
-//! `select` over several channels yet.
+//! A waiting thread publishes the `Waiter` priority class, like a lock waiter.
+//!
+//! [`select!`](crate::select) and [`Select`] wait on several operations at once (fair random
+//! choice among the ready ones, `default` and timeouts, disconnected operations ready);
+//! [`after`], [`at`], [`tick`] and [`never`] are channels of time for them.
 //!
 //! ```
 //! use footprint::channel;
@@ -59,15 +62,24 @@
 
 mod chan;
 mod error;
+mod select;
+mod select_macro;
+mod timer;
+mod watch;
 
+pub use crate::select;
 use chan::{Block, Chan, RecvFail, SendFail};
 pub use error::{
     CapacityError, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
     TrySendError,
 };
+pub use select::{
+    ReadyTimeoutError, Select, SelectTimeoutError, SelectedOperation, TryReadyError, TrySelectError,
+};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use timer::{after, at, never, tick};
 
 /// A channel of at most `cap` buffered messages (`0`: rendezvous).
 ///
