@@ -547,6 +547,32 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Builds the runtime and makes it the global one: the runtime that
+    /// [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope), footprint's
+    /// parallel loops and the other free functions use when called outside any runtime (see
+    /// [`global`]), like rayon's `ThreadPoolBuilder::build_global`. Call it once, early in
+    /// `main`: once the global runtime has started (an earlier `build_global`, or a free
+    /// function called outside any runtime, which starts it with the defaults) it fails with
+    /// [`Error::GlobalAlreadyStarted`]. The global runtime lives until the process exits.
+    ///
+    /// ```
+    /// footprint::Builder::new().workers(2).thread_name("solver").build_global()?;
+    /// assert_eq!(footprint::current_num_threads(), 2);
+    /// let err = footprint::Builder::new().build_global().unwrap_err();
+    /// assert!(matches!(err, footprint::Error::GlobalAlreadyStarted));
+    /// # Ok::<(), footprint::Error>(())
+    /// ```
+    pub fn build_global(self) -> Result<(), Error> {
+        if GLOBAL.get().is_some() {
+            return Err(Error::GlobalAlreadyStarted);
+        }
+        let rt = self.build()?;
+        // Another thread may have started the global runtime meanwhile: ours is then dropped.
+        GLOBAL.set(rt).map_err(|_| Error::GlobalAlreadyStarted)
+    }
+}
+
 /// Workers per allowed CPU above which [`Builder::build`] refuses the count unless
 /// [`Builder::oversubscribe`]`(true)`: [`Error::TooManyWorkers`].
 pub const MAX_WORKERS_PER_CPU: usize = 4;
