@@ -25,7 +25,9 @@
 //! - Every method is called from the thread it describes ("the current thread"), except that
 //!   `Unparker::unpark` and `ClassCell` reads/updates may come from any thread.
 
-pub use crate::interface::{ClassCell, Placement, PriorityClass, SchedulerHook, Unpark, Unparker};
+pub use crate::interface::{
+    ClassCell, Placement, PriorityClass, RunState, SchedulerHook, Unpark, Unparker,
+};
 
 std::thread_local! {
     static INSTALLED: std::cell::Cell<Option<&'static dyn SchedulerHook>> =

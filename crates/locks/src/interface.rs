@@ -1,6 +1,6 @@
 //! The scheduler hook's interface: the [`SchedulerHook`] trait and the values a lock and its
-//! scheduler exchange through it ([`PriorityClass`], [`ClassCell`], [`Placement`], [`Unpark`],
-//! [`Unparker`]). Public as [`crate::hook`] (which adds the per-thread installation); the OS-thread
+//! scheduler exchange through it ([`PriorityClass`], [`ClassCell`], [`Placement`],
+//! [`RunState`], [`Unpark`], [`Unparker`]). Public as [`crate::hook`] (which adds the per-thread installation); the OS-thread
 //! implementation in [`crate::os`] builds on this module alone.
 
 use std::fmt;
@@ -127,6 +127,22 @@ pub enum Placement {
     Worker(usize),
 }
 
+/// What a scheduler knows about a thread that a waiter waits for (the holder of a lock): the
+/// input of 002's rule that a waiter spins only while the thread it waits for runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunState {
+    /// Runs now on another processor of the same scheduler (a green thread on another worker):
+    /// it may finish what the waiter waits for while the waiter spins.
+    RunningElsewhere,
+    /// Does not run now: it waits in a run queue (perhaps behind the waiter, on the waiter's own
+    /// worker) or is parked. Spinning cannot help until it runs; the waiter's processor may be
+    /// the one it needs.
+    NotRunning,
+    /// The scheduler cannot tell (a plain OS thread, whose kernel is the scheduler, or no thread
+    /// known): the waiter decides from the kernel's signals.
+    Unknown,
+}
+
 /// Something that can wake one parked thread. Implemented by the runtime's green-thread control
 /// block and by the OS-thread hook.
 pub trait Unpark: Send + Sync {
@@ -198,4 +214,27 @@ pub trait SchedulerHook: Send + Sync {
     /// Estimated cost in nanoseconds of blocking and later resuming the current thread (one park
     /// plus one unpark), used by the two-phase spin-or-block rule.
     fn switch_cost_ns(&self) -> u64;
+
+    /// Whether the thread whose class cell is `thread` (the identity every informing thread
+    /// publishes, e.g. a lock's holder) runs now on another processor of this scheduler. Only
+    /// compared, never dereferenced: a stale pointer is harmless (at worst a short spin). The
+    /// default knows nothing ([`RunState::Unknown`]).
+    fn run_state(&self, thread: *const ClassCell) -> RunState {
+        let _ = thread;
+        RunState::Unknown
+    }
+
+    /// Whether other threads wait in the current processor's own queues (ready, woken for it,
+    /// never started): threads that cannot run while the current thread spins on this
+    /// processor. The default: none known.
+    fn queued_here(&self) -> bool {
+        false
+    }
+
+    /// How many other processors of this scheduler run a thread now (`None`: unknown, e.g. on a
+    /// plain OS thread). A waiter for `k` threads that are not all running (fewer than `k` run
+    /// elsewhere) waits for one that needs a processor.
+    fn running_elsewhere(&self) -> Option<usize> {
+        None
+    }
 }

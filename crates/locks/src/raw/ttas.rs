@@ -7,8 +7,8 @@ use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
-    quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed, LockMeta, WaitFor,
-    WaitMode, WaitPolicy,
+    green_may_spin, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed,
+    LockMeta, WaitFor, WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
 
@@ -407,10 +407,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if W::MODE == WaitMode::Informed && !hook_installed() {
             return self.lock_os_thread(seen);
         }
-        // No quick spin and no yield phase for a scheduled thread where the kernel last
-        // reported more runnable threads than CPUs: there the holder may be waiting for this
-        // CPU (informed waiting parks at once, 002).
-        let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
+        // No quick spin and no yield phase where the holder may be waiting for this processor
+        // (informed waiting parks at once, 002): for a green thread, where the runtime says
+        // the lock's holder does not run on another worker, or (holder not recorded yet)
+        // threads wait in this worker's queues; for another scheduled thread, where the kernel
+        // last reported more runnable threads than CPUs.
+        let crowded = W::MODE == WaitMode::Informed && {
+            let hook = current_hook();
+            if hook.is_green() {
+                !green_may_spin(hook, self.meta.awaited())
+            } else {
+                crate::os::oversubscribed_hint()
+            }
+        };
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
             let prepared = (self.state.load(Ordering::Relaxed) & INFORMING != 0)
@@ -443,6 +452,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 key: 0,
                 expected_ns: self.meta.history.mean_ns(),
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+                awaited: self.meta.awaited(),
                 class: PriorityClass::Waiter,
                 cell: None,
             };

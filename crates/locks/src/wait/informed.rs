@@ -3,9 +3,19 @@
 //! behind it.
 
 use super::{WaitMode, WaitPolicy, WaitQueue};
-use crate::hook::{current_hook, ClassCell, PriorityClass, SchedulerHook};
+use crate::hook::{current_hook, ClassCell, PriorityClass, RunState, SchedulerHook};
 use crate::stats;
 use crate::sync::spin_hint;
+
+/// The threads a waiter waits for, as far as it can name them: what the scheduler is asked
+/// about before the waiter spins (002: spin only while they run).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Awaited {
+    /// The thread whose class cell this is (a lock's last recorded holder; null: not recorded).
+    Holder(*const ClassCell),
+    /// This many other threads that are still to arrive (a barrier's missing arrivals).
+    Arrivals(usize),
+}
 
 /// What a waiter knows about its wait.
 pub(crate) struct WaitFor<'a> {
@@ -19,6 +29,35 @@ pub(crate) struct WaitFor<'a> {
     pub(crate) class: PriorityClass,
     /// The waiter's class cell (informing mode), read again after each wake-up.
     pub(crate) cell: Option<&'a ClassCell>,
+    /// Who the waiter waits for (asked about before and while a green thread spins).
+    pub(crate) awaited: Awaited,
+}
+
+/// Whether a green waiter may spin now: only while the threads it waits for may be running on
+/// other workers, and never while one of them may be queued behind it on its own worker (green
+/// threads are not preempted: a thread queued here runs only once this one gives the worker
+/// up). What the runtime knows decides, not the machine's CPU count:
+/// - a lock's holder: spin while it runs on another worker; when it does not run (queued, on
+///   this worker or another, or parked) it needs a processor before it can release, and this
+///   waiter's may be the one. A holder the lock did not record (an OS thread's, or none yet):
+///   spin unless threads are queued here.
+/// - a barrier's `k` missing arrivals: spin only while nothing is queued on this worker and at
+///   least `k` other workers run a thread (otherwise some arrival is not running, so the wait
+///   lasts at least until it gets a processor).
+///
+/// Where the scheduler cannot tell (`RunState::Unknown`, no runtime), the waiter spins.
+pub(crate) fn green_may_spin(hook: &dyn SchedulerHook, awaited: Awaited) -> bool {
+    match awaited {
+        Awaited::Holder(holder) if !holder.is_null() => match hook.run_state(holder) {
+            RunState::RunningElsewhere => true,
+            RunState::NotRunning => false,
+            RunState::Unknown => !hook.queued_here(),
+        },
+        Awaited::Holder(_) => !hook.queued_here(),
+        Awaited::Arrivals(k) => {
+            !hook.queued_here() && hook.running_elsewhere().is_none_or(|running| running >= k)
+        }
+    }
 }
 
 /// Spin iterations between looks at the scheduler's signals (each iteration is at most
@@ -217,6 +256,11 @@ fn informed_wait(
         // Our class may have changed while we waited (a FIFO lock's next in line is promoted).
         let next_in_line = w.cell.map_or(w.class, |c| c.get()) == PriorityClass::ImmediateWaiter;
         let mut park = long;
+        if !park && green && !green_may_spin(hook, w.awaited) {
+            // The threads it waits for need a processor (perhaps this worker's): park, and the
+            // worker runs them or whatever else is ready.
+            park = true;
+        }
         if !park && !green && crate::os::oversubscribed() {
             if next_in_line {
                 // 002's exception: the thread granted the lock next may use a processor to be
@@ -300,6 +344,10 @@ fn spin_phase(
         }
         if hook.higher_class_ready(w.class) && hook.yield_to_higher(w.class) {
             continue;
+        }
+        if green && !green_may_spin(hook, w.awaited) {
+            // The holder stopped running (it parked or yielded), or a thread was queued here.
+            return true;
         }
         if spent < budget {
             continue;

@@ -14,7 +14,8 @@ mod informed;
 mod queue;
 
 pub(crate) use informed::{
-    quick_spin, wait_until, wait_until_woken, yield_phase, WaitFor, MAX_BACKOFF_SHIFT,
+    green_may_spin, quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor,
+    MAX_BACKOFF_SHIFT,
 };
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
@@ -170,6 +171,12 @@ pub(crate) struct LockMeta {
     pub(crate) history: HoldHistory,
     /// OS thread id of the holder (informing locks only; 0 when unknown).
     pub(crate) holder_tid: std::sync::atomic::AtomicI32,
+    /// The class cell of the last holder that published one (a green thread on an informing
+    /// lock; null: none yet): the identity a waiter asks the scheduler about
+    /// ([`SchedulerHook::run_state`](crate::SchedulerHook::run_state)). Advisory (a plain `std`
+    /// atomic also under loom): only compared, never dereferenced; a stale value costs a
+    /// waiter at most a short spin or an early park.
+    pub(crate) holder: std::sync::atomic::AtomicPtr<ClassCell>,
 }
 
 impl LockMeta {
@@ -185,6 +192,7 @@ impl LockMeta {
             },
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
+            holder: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
         }
     }
 
@@ -195,7 +203,16 @@ impl LockMeta {
             history: HoldHistory::default(),
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
+            holder: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
         }
+    }
+}
+
+impl LockMeta {
+    /// Who a waiter on this lock waits for: its last recorded holder.
+    #[inline]
+    pub(crate) fn awaited(&self) -> Awaited {
+        Awaited::Holder(self.holder.load(Ordering::Relaxed))
     }
 }
 
@@ -437,6 +454,11 @@ impl ClassScope {
         informing: bool,
     ) -> HeldToken {
         self.publish(PriorityClass::Holder);
+        if informing && !self.cell.is_null() {
+            // The holder's identity for the waiters' question "does it run?" (a store to the
+            // lock's own lines, which this thread has just written).
+            meta.holder.store(self.cell.cast_mut(), Ordering::Relaxed);
+        }
         let since_ns = if sample || stats::enabled() {
             stats::now_ns()
         } else {
