@@ -24,8 +24,9 @@
 //! Run: `cargo bench --bench many_core_sync -- --warm-up-time 1 --measurement-time 3`
 //!
 //! `FOOTPRINT_MANY_CORE_PROBE=<runs>` skips criterion and prints, per workload, the median of
-//! `<runs>` alternating runs of each variant (one line each: name, median ms, ratio to the
-//! first peer), a quick look for before/after comparisons.
+//! `<runs>` alternating runs of each variant (one line each: name, median and minimum ms, each
+//! as a ratio to the first variant, the peer), a quick look for before/after comparisons.
+//! `FOOTPRINT_MANY_CORE_ONLY=<part of a group name>` picks the workloads.
 
 #[path = "common/many_core.rs"]
 mod bodies;
@@ -174,19 +175,19 @@ fn probe(runs: usize, only: Option<&str>) {
                 times[i].push(run());
             }
         }
-        let medians: Vec<Duration> = times
-            .iter_mut()
-            .map(|t| {
-                t.sort();
-                t[t.len() / 2]
-            })
-            .collect();
-        for ((name, _), m) in variants.iter().zip(&medians) {
+        for t in times.iter_mut() {
+            t.sort();
+        }
+        let (medians, mins): (Vec<Duration>, Vec<Duration>) =
+            times.iter().map(|t| (t[t.len() / 2], t[0])).unzip();
+        for (((name, _), m), lo) in variants.iter().zip(&medians).zip(&mins) {
             println!(
-                "{group}/{name}: {:.2} ms ({:.2}x {})",
+                "{group}/{name}: median {:.2} ms ({:.2}x {}), min {:.2} ms ({:.2}x)",
                 m.as_secs_f64() * 1e3,
                 m.as_secs_f64() / medians[0].as_secs_f64(),
-                variants[0].0
+                variants[0].0,
+                lo.as_secs_f64() * 1e3,
+                lo.as_secs_f64() / mins[0].as_secs_f64(),
             );
         }
     }

@@ -26,7 +26,7 @@
 //!   `Unparker::unpark` and `ClassCell` reads/updates may come from any thread.
 
 pub use crate::interface::{
-    ClassCell, Placement, PriorityClass, RunState, SchedulerHook, Unpark, Unparker,
+    ClassCell, Placement, PriorityClass, RunState, SchedulerHook, ThreadTag, Unpark, Unparker,
 };
 
 std::thread_local! {

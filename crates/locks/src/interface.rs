@@ -1,6 +1,6 @@
 //! The scheduler hook's interface: the [`SchedulerHook`] trait and the values a lock and its
 //! scheduler exchange through it ([`PriorityClass`], [`ClassCell`], [`Placement`],
-//! [`RunState`], [`Unpark`], [`Unparker`]). Public as [`crate::hook`] (which adds the per-thread installation); the OS-thread
+//! [`RunState`], [`ThreadTag`], [`Unpark`], [`Unparker`]). Public as [`crate::hook`] (which adds the per-thread installation); the OS-thread
 //! implementation in [`crate::os`] builds on this module alone.
 
 use std::fmt;
@@ -143,6 +143,53 @@ pub enum RunState {
     Unknown,
 }
 
+/// A short name for a thread, small enough that a lock keeps its holder's in a spare word of
+/// the lock's own cache line: the low 32 bits of the address of the thread's [`ClassCell`]
+/// (every informing thread has one, at a fixed address while it lives). Two live threads whose
+/// cells lie a multiple of 4 GiB apart share a tag; the tag is advisory (a waiter spins or parks
+/// by it, never trusts it for correctness), so such a rare collision costs at most a short spin.
+///
+/// ```
+/// use footprint_locks::{ClassCell, PriorityClass, ThreadTag};
+/// let cell = ClassCell::new(PriorityClass::Running);
+/// assert_eq!(ThreadTag::of(&cell), ThreadTag::of(&cell));
+/// assert!(!ThreadTag::of(&cell).is_none());
+/// assert!(ThreadTag::of(std::ptr::null()).is_none());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ThreadTag(u32);
+
+impl ThreadTag {
+    /// No thread.
+    pub const NONE: ThreadTag = ThreadTag(0);
+
+    /// The tag of the thread whose class cell is `cell` ([`NONE`](Self::NONE) for null).
+    #[inline]
+    pub fn of(cell: *const ClassCell) -> ThreadTag {
+        let low = cell as usize as u32;
+        // A non-null cell whose low bits are all zero (4 GiB-aligned) still names a thread.
+        ThreadTag(if cell.is_null() { 0 } else { low.max(1) })
+    }
+
+    /// Whether this names no thread.
+    #[inline]
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The tag as stored in a lock's word (0: none).
+    #[inline]
+    pub fn to_bits(self) -> u32 {
+        self.0
+    }
+
+    /// A tag read back from [`to_bits`](Self::to_bits).
+    #[inline]
+    pub fn from_bits(bits: u32) -> ThreadTag {
+        ThreadTag(bits)
+    }
+}
+
 /// Something that can wake one parked thread. Implemented by the runtime's green-thread control
 /// block and by the OS-thread hook.
 pub trait Unpark: Send + Sync {
@@ -215,11 +262,10 @@ pub trait SchedulerHook: Send + Sync {
     /// plus one unpark), used by the two-phase spin-or-block rule.
     fn switch_cost_ns(&self) -> u64;
 
-    /// Whether the thread whose class cell is `thread` (the identity every informing thread
-    /// publishes, e.g. a lock's holder) runs now on another processor of this scheduler. Only
-    /// compared, never dereferenced: a stale pointer is harmless (at worst a short spin). The
-    /// default knows nothing ([`RunState::Unknown`]).
-    fn run_state(&self, thread: *const ClassCell) -> RunState {
+    /// Whether the thread tagged `thread` (a lock's last holder, [`ThreadTag::of`] its class
+    /// cell) runs now on another processor of this scheduler. A stale tag is harmless (at worst
+    /// a short spin or an early park). The default knows nothing ([`RunState::Unknown`]).
+    fn run_state(&self, thread: ThreadTag) -> RunState {
         let _ = thread;
         RunState::Unknown
     }

@@ -79,7 +79,7 @@ pub use barrier::{
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use hook::{
     current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass, RunState,
-    SchedulerHook, Unpark, Unparker,
+    SchedulerHook, ThreadTag, Unpark, Unparker,
 };
 pub use once::{LazyLock, Once, OnceLock, OnceState};
 pub use raw::{RawArrayLock, RawLock, RawMcsLock, RawTicketLock, RawTtasLock};

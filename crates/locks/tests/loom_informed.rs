@@ -58,8 +58,8 @@ impl SchedulerHook for ModelHook {
         // Long enough that Bellosa's rule never parks at once: the scheduler's answers decide.
         1_000_000
     }
-    fn run_state(&self, thread: *const ClassCell) -> RunState {
-        if thread.is_null() {
+    fn run_state(&self, thread: ThreadTag) -> RunState {
+        if thread.is_none() {
             return RunState::Unknown;
         }
         match self.run.load(std::sync::atomic::Ordering::Relaxed) {

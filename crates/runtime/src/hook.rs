@@ -5,8 +5,7 @@ use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::timer;
 use crate::{context, parking};
 use footprint_locks::os::os_hook;
-use footprint_locks::{ClassCell, PriorityClass, RunState, SchedulerHook, Unparker};
-use std::ptr;
+use footprint_locks::{ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag, Unparker};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -143,18 +142,16 @@ impl SchedulerHook for GreenHook {
         }
     }
 
-    fn run_state(&self, thread: *const ClassCell) -> RunState {
+    fn run_state(&self, thread: ThreadTag) -> RunState {
         let Some((shared, me)) = here() else {
             return RunState::Unknown;
         };
-        if thread.is_null() {
+        if thread.is_none() {
             return RunState::Unknown;
         }
-        let running = shared
-            .workers
-            .iter()
-            .enumerate()
-            .any(|(i, w)| i != me.index && ptr::eq(w.running.load(Ordering::Relaxed), thread));
+        let running = shared.workers.iter().enumerate().any(|(i, w)| {
+            i != me.index && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
+        });
         if running {
             RunState::RunningElsewhere
         } else {

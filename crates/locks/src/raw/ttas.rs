@@ -7,10 +7,11 @@ use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
-    green_may_spin, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed,
-    LockMeta, WaitFor, WaitMode, WaitPolicy,
+    awaited_in, green_may_spin, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken,
+    Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
 /// The lock is held.
 const LOCKED: u32 = 1;
@@ -77,6 +78,10 @@ const OVERSUBSCRIBED_POLLS: u32 = if cfg!(loom) { 1 } else { 100 };
 #[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     state: AtomicU32,
+    /// The tag of the last holder that published a class (`ThreadTag`; 0: none yet), for the
+    /// waiters' question "does the holder run?" (`green_may_spin`). Beside the word, in what
+    /// would be padding: the holder stores it on the line its compare-and-swap has just taken.
+    holder: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -87,6 +92,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub const fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
+            holder: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -97,6 +103,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
+            holder: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -153,7 +160,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// once the lock is taken.
     #[inline]
     fn held_prepared(&self, (scope, sample): (ClassScope, bool)) -> HeldToken {
-        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+        scope.into_held_sampled(
+            &self.meta,
+            &self.holder,
+            sample,
+            W::MODE == WaitMode::Informed,
+        )
     }
 
     /// `lock` on an informing lock whose word read `INFORMING` alone (free, nobody parked): the
@@ -197,7 +209,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if !sample && self.state.load(Ordering::Relaxed) & INFORMING == 0 && !stats::enabled() {
             return scope.into_held_untimed();
         }
-        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+        scope.into_held_sampled(
+            &self.meta,
+            &self.holder,
+            sample,
+            W::MODE == WaitMode::Informed,
+        )
     }
 
     /// [`held`](Self::held) after a wait that ended in the quick spin or the yield phase:
@@ -213,7 +230,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             return self.held_informing();
         }
         if W::MODE == WaitMode::Informed && sample_this_hold() {
-            return ClassScope::unpublished().into_held_sampled(&self.meta, true, true);
+            return ClassScope::unpublished().into_held_sampled(
+                &self.meta,
+                &self.holder,
+                true,
+                true,
+            );
         }
         HeldToken::unpublished()
     }
@@ -225,7 +247,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[inline(never)]
     fn held_counted(&self, scope: ClassScope) -> HeldToken {
         let sample = self.state.load(Ordering::Relaxed) & INFORMING != 0 && sample_this_hold();
-        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+        scope.into_held_sampled(
+            &self.meta,
+            &self.holder,
+            sample,
+            W::MODE == WaitMode::Informed,
+        )
     }
 
     /// Turns informing on (a wait went past the quick spin on a thread whose class a scheduler
@@ -415,7 +442,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         let crowded = W::MODE == WaitMode::Informed && {
             let hook = current_hook();
             if hook.is_green() {
-                !green_may_spin(hook, self.meta.awaited())
+                !green_may_spin(hook, awaited_in(&self.holder))
             } else {
                 crate::os::oversubscribed_hint()
             }
@@ -452,7 +479,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 key: 0,
                 expected_ns: self.meta.history.mean_ns(),
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
-                awaited: self.meta.awaited(),
+                awaited: awaited_in(&self.holder),
                 class: PriorityClass::Waiter,
                 cell: None,
             };

@@ -3,7 +3,7 @@
 //! behind it.
 
 use super::{WaitMode, WaitPolicy, WaitQueue};
-use crate::hook::{current_hook, ClassCell, PriorityClass, RunState, SchedulerHook};
+use crate::hook::{current_hook, ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag};
 use crate::stats;
 use crate::sync::spin_hint;
 
@@ -11,8 +11,8 @@ use crate::sync::spin_hint;
 /// about before the waiter spins (002: spin only while they run).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Awaited {
-    /// The thread whose class cell this is (a lock's last recorded holder; null: not recorded).
-    Holder(*const ClassCell),
+    /// A lock's last recorded holder ([`ThreadTag::NONE`]: not recorded).
+    Holder(ThreadTag),
     /// This many other threads that are still to arrive (a barrier's missing arrivals).
     Arrivals(usize),
 }
@@ -48,7 +48,7 @@ pub(crate) struct WaitFor<'a> {
 /// Where the scheduler cannot tell (`RunState::Unknown`, no runtime), the waiter spins.
 pub(crate) fn green_may_spin(hook: &dyn SchedulerHook, awaited: Awaited) -> bool {
     match awaited {
-        Awaited::Holder(holder) if !holder.is_null() => match hook.run_state(holder) {
+        Awaited::Holder(holder) if !holder.is_none() => match hook.run_state(holder) {
             RunState::RunningElsewhere => true,
             RunState::NotRunning => false,
             RunState::Unknown => !hook.queued_here(),
@@ -117,14 +117,30 @@ const GREEN_OFF_LINE_NS: u64 = 500;
 /// of nanoseconds move its cache line between the cores at every acquisition when the waiter
 /// keeps polling; a round off the line lets the holder's thread run several acquisitions in a
 /// row with the line in its cache, and the waiter pays no park and the releaser no wake-up.
-/// A green thread does not `sched_yield` (that would give up its worker's CPU) nor yield to its
-/// worker's other green threads (which the informing rules decide afterwards): it pauses. Without
+/// A green thread does not `sched_yield` (that would give up its worker's CPU). Where the
+/// runtime says other green threads wait in its worker's queues it yields the worker to them
+/// (they do their own work meanwhile, and a thread queued there may be the holder); where none
+/// does it pauses. Without
 /// this phase a green waiter went from the quick spin to the informed spin, which polls the
 /// line every few hundred nanoseconds: 000's `multiple_ctr` on green threads took 1.15–1.2× the
 /// time it takes with it (same process, alternating runs; parking_lot's mutex on the same
 /// green threads, which spins and `sched_yield`s, took as long as with it).
 pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> {
-    if current_hook().is_green() {
+    let hook = current_hook();
+    if hook.is_green() && hook.queued_here() {
+        // Threads wait in this worker's own queues: let them run instead of pausing (they do
+        // their own work meanwhile, as the threads sharing a CPU do when a parking_lot waiter
+        // calls `sched_yield`), and try when the worker comes back.
+        let start = stats::now_ns();
+        for _ in 0..YIELD_ROUNDS {
+            hook.yield_now();
+            if try_acquire() {
+                return Some(stats::now_ns().saturating_sub(start));
+            }
+        }
+        return None;
+    }
+    if hook.is_green() {
         let per_round = if cfg!(loom) {
             1
         } else {
