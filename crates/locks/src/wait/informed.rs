@@ -260,11 +260,17 @@ fn informed_wait(
     on_woken: &dyn Fn(),
 ) {
     let hook = current_hook();
-    // Rule: hand the processor to a ready thread of a higher class first.
-    if hook.yield_to_higher(w.class) && ready() {
+    let green = hook.is_green();
+    // Rule: hand the processor to a ready thread of a higher class first — where the scheduler
+    // knows the classes (a green thread's runtime). An OS thread's kernel does not: its hook
+    // answers "oversubscribed" and `sched_yield`s, which on a machine loaded by other programs
+    // hands the time slice to them and puts this waiter at the back of the run queue, where the
+    // release finds it later than a parked waiter, whom the kernel's wake-up brings back at once
+    // (002's multiprogramming loop, 2 threads on 2 CPUs under degree 1–4: informed took 2–4×
+    // block's time per iteration with the yield). Such a waiter parks instead (rule 2 below).
+    if green && hook.yield_to_higher(w.class) && ready() {
         return;
     }
-    let green = hook.is_green();
     let half_switch = hook.switch_cost_ns() / 2;
     // Bellosa's two-phase rule: block at once when the expected wait exceeds half a switch.
     let long = w.expected_ns > half_switch;
@@ -306,7 +312,7 @@ fn informed_wait(
         if ready() {
             return;
         }
-        if hook.yield_to_higher(w.class) && ready() {
+        if green && hook.yield_to_higher(w.class) && ready() {
             return;
         }
     }
