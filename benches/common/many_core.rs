@@ -285,15 +285,16 @@ pub fn bump_os<L: BumpLock>(threads: usize, ops: usize) -> Duration {
 pub fn tsp_instance(n: usize) -> Vec<Vec<u64>> {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut d = vec![vec![0u64; n]; n];
-    for i in 0..n {
-        for j in i + 1..n {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = 1 + x % 100;
-            d[i][j] = v;
-            d[j][i] = v;
-        }
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .collect();
+    for (i, j) in pairs {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = 1 + x % 100;
+        d[i][j] = v;
+        d[j][i] = v;
     }
     d
 }
