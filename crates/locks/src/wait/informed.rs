@@ -46,7 +46,17 @@ pub(crate) struct WaitFor<'a> {
 ///   lasts at least until it gets a processor).
 ///
 /// Where the scheduler cannot tell (`RunState::Unknown`, no runtime), the waiter spins.
+///
+/// A thread the runtime sees running runs only while its worker's OS thread has a CPU: where
+/// the kernel last reported more runnable threads than CPUs, workers are being preempted, and a
+/// spinner may be burning the CPU that the awaited thread's worker waits for (16 workers on 2
+/// CPUs: every worker "runs" a thread, so the runtime's answer alone allowed the 64 ranks of a
+/// barrier to spin there; timings on the shared development VM did not separate the two
+/// choices). The waiter parks then, as the barrier's CPU-count rule had it park before.
 pub(crate) fn green_may_spin(hook: &dyn SchedulerHook, awaited: Awaited) -> bool {
+    if crate::os::oversubscribed_hint() {
+        return false;
+    }
     match awaited {
         Awaited::Holder(holder) if !holder.is_none() => match hook.run_state(holder) {
             RunState::RunningElsewhere => true,
