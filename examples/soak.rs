@@ -76,6 +76,7 @@ const OPS: &[(&str, Op)] = &[
     ("block_in_place", op_block_in_place),
     ("sleep", op_sleep),
     ("panicking_messages", op_panicking_messages),
+    ("many_per_worker", op_many_per_worker),
     // Add channels / RwLock / OnceLock here when they are on main.
 ];
 
@@ -222,6 +223,84 @@ fn op_barriers(rng: &mut Rng, rt: &Runtime) {
         0 => barrier_run!(CentralBarrier, rt, n, rounds),
         1 => barrier_run!(TreeBarrier, rt, n, rounds),
         _ => barrier_run!(DisseminationBarrier, rt, n, rounds),
+    }
+}
+
+/// Green threads outnumbering workers (up to 4 per worker, plus one) through the informed
+/// barrier, the default mutex and a bounded channel pipeline: the wait paths that ask the
+/// runtime whether the awaited threads run, and the wake-ups that send a barrier's or a
+/// channel's waiters back to their own workers. Checks: one leader per phase and no early
+/// passage, the exact mutex counts, the pipeline's exact sum.
+fn op_many_per_worker(rng: &mut Rng, rt: &Runtime) {
+    let per = rng.range(1, 4);
+    let n = rt.workers() as u64 * per + rng.range(0, 1);
+    let rounds = rng.range(1, 20);
+    match rng.range(0, 2) {
+        0 => barrier_run!(CentralBarrier, rt, n, rounds),
+        1 => {
+            let ops = rng.range(1, 2000);
+            set_detail(format!("Mutex<[u64; 8]> threads={n} ops={ops}"));
+            let m = Arc::new(Mutex::new([0u64; 8]));
+            let m2 = m.clone();
+            rt.block_on(move || {
+                footprint::scope(|s| {
+                    for i in 0..n {
+                        let m = &m2;
+                        s.spawn(move || {
+                            let mut x = i;
+                            for _ in 0..ops {
+                                for v in m.lock().iter_mut() {
+                                    *v += 1;
+                                }
+                                x = x.wrapping_mul(6364136223846793005).wrapping_add(1) ^ (x >> 29);
+                            }
+                            std::hint::black_box(x);
+                        });
+                    }
+                })
+            });
+            assert_eq!(*m.lock(), [n * ops; 8], "mutex counts");
+        }
+        _ => {
+            let cap = rng.range(0, 8) as usize;
+            let messages = rng.range(0, 3000);
+            let squarers = rng.range(1, n.max(1));
+            set_detail(format!(
+                "pipeline producers={n} squarers={squarers} cap={cap} messages={messages}"
+            ));
+            let sum = rt.block_on(move || {
+                let (tx1, rx1) = footprint::channel::bounded::<u64>(cap);
+                let (tx2, rx2) = footprint::channel::bounded::<u64>(cap);
+                footprint::scope(|s| {
+                    for p in 0..n {
+                        let tx = tx1.clone();
+                        s.spawn(move || {
+                            let mut v = p;
+                            while v < messages {
+                                tx.send(v).unwrap();
+                                v += n;
+                            }
+                        });
+                    }
+                    drop(tx1);
+                    for _ in 0..squarers {
+                        let (rx, tx) = (rx1.clone(), tx2.clone());
+                        s.spawn(move || {
+                            for v in rx.iter() {
+                                tx.send(v * v).unwrap();
+                            }
+                        });
+                    }
+                    drop((rx1, tx2));
+                    rx2.iter().sum::<u64>()
+                })
+            });
+            assert_eq!(
+                sum,
+                (0..messages).map(|v| v * v).sum::<u64>(),
+                "pipeline sum"
+            );
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! waiter parks through the scheduler hook (a green thread parks off its worker) until the
 //! outcome is set or its deadline passes; it publishes `Waiter` meanwhile.
 
-use crate::hook::{current_hook, PriorityClass, Unparker, WaitOn};
+use crate::hook::{current_hook, Placement, PriorityClass, Unparker, WaitOn};
 use crate::sync::{AtomicUsize, Ordering};
 use crate::wait::{ClassScope, Informed};
 use std::cell::UnsafeCell;
@@ -97,8 +97,15 @@ impl<T> Handoff<T> {
         // First let the threads ready on this worker (or CPU) run: the one that completes us is
         // often among them (a ping-pong partner, a producer), and then a yield or two replaces a
         // park and a wake-up (the completer's unpark only leaves a permit; a later park returns
-        // at once and its loop re-checks).
-        for _ in 0..YIELDS_BEFORE_PARK {
+        // at once and its loop re-checks). A green thread yields only where the runtime says
+        // threads wait in its worker's queues: with none there, the completer runs elsewhere
+        // or not at all, and a yield would come straight back.
+        let yields = if hook.is_green() && !hook.queued_here() {
+            0
+        } else {
+            YIELDS_BEFORE_PARK
+        };
+        for _ in 0..yields {
             hook.yield_now();
             outcome = self.outcome();
             if outcome != WAITING || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -125,10 +132,15 @@ impl<T> Handoff<T> {
     }
 }
 
-/// Wakes the threads of completed nodes (after the owner's lock is released).
+/// Wakes the threads of completed nodes (after the owner's lock is released), each where its
+/// data is: on the worker it last ran on, by the scheduler's own rule
+/// ([`Placement::Anywhere`]), not on the completer's. A channel's woken receiver carries its
+/// message in its node and goes on with its own state (its stack, what it accumulates), and a
+/// woken sender goes on producing from its own; lock-hot placement, right for a lock whose
+/// critical section's data the releaser has just touched, would move the pipeline's stages
+/// onto the worker of whichever thread completed them.
 pub(crate) fn wake_all(unparkers: impl IntoIterator<Item = Unparker>) {
-    let placement = crate::placement::wake_placement();
     for u in unparkers {
-        u.unpark(placement);
+        u.unpark(Placement::Anywhere);
     }
 }

@@ -26,7 +26,8 @@
 //!   `Unparker::unpark` and `ClassCell` reads/updates may come from any thread.
 
 pub use crate::interface::{
-    ClassCell, Placement, PriorityClass, SchedulerHook, Unpark, Unparker, WaitOn,
+    ClassCell, Placement, PriorityClass, RunState, SchedulerHook, ThreadTag, Unpark, Unparker,
+    WaitOn,
 };
 
 std::thread_local! {

@@ -1,6 +1,6 @@
 //! The scheduler hook's interface: the [`SchedulerHook`] trait and the values a lock and its
-//! scheduler exchange through it ([`PriorityClass`], [`ClassCell`], [`Placement`], [`Unpark`],
-//! [`Unparker`]). Public as [`crate::hook`] (which adds the per-thread installation); the OS-thread
+//! scheduler exchange through it ([`PriorityClass`], [`ClassCell`], [`Placement`],
+//! [`RunState`], [`ThreadTag`], [`Unpark`], [`Unparker`]). Public as [`crate::hook`] (which adds the per-thread installation); the OS-thread
 //! implementation in [`crate::os`] builds on this module alone.
 
 use std::fmt;
@@ -127,6 +127,69 @@ pub enum Placement {
     Worker(usize),
 }
 
+/// What a scheduler knows about a thread that a waiter waits for (the holder of a lock): the
+/// input of 002's rule that a waiter spins only while the thread it waits for runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunState {
+    /// Runs now on another processor of the same scheduler (a green thread on another worker):
+    /// it may finish what the waiter waits for while the waiter spins.
+    RunningElsewhere,
+    /// Does not run now: it waits in a run queue (perhaps behind the waiter, on the waiter's own
+    /// worker) or is parked. Spinning cannot help until it runs; the waiter's processor may be
+    /// the one it needs.
+    NotRunning,
+    /// The scheduler cannot tell (a plain OS thread, whose kernel is the scheduler, or no thread
+    /// known): the waiter decides from the kernel's signals.
+    Unknown,
+}
+
+/// A short name for a thread, small enough that a lock keeps its holder's in a spare word of
+/// the lock's own cache line: the low 32 bits of the address of the thread's [`ClassCell`]
+/// (every informing thread has one, at a fixed address while it lives). Two live threads whose
+/// cells lie a multiple of 4 GiB apart share a tag; the tag is advisory (a waiter spins or parks
+/// by it, never trusts it for correctness), so such a rare collision costs at most a short spin.
+///
+/// ```
+/// use footprint_locks::{ClassCell, PriorityClass, ThreadTag};
+/// let cell = ClassCell::new(PriorityClass::Running);
+/// assert_eq!(ThreadTag::of(&cell), ThreadTag::of(&cell));
+/// assert!(!ThreadTag::of(&cell).is_none());
+/// assert!(ThreadTag::of(std::ptr::null()).is_none());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ThreadTag(u32);
+
+impl ThreadTag {
+    /// No thread.
+    pub const NONE: ThreadTag = ThreadTag(0);
+
+    /// The tag of the thread whose class cell is `cell` ([`NONE`](Self::NONE) for null).
+    #[inline]
+    pub fn of(cell: *const ClassCell) -> ThreadTag {
+        let low = cell as usize as u32;
+        // A non-null cell whose low bits are all zero (4 GiB-aligned) still names a thread.
+        ThreadTag(if cell.is_null() { 0 } else { low.max(1) })
+    }
+
+    /// Whether this names no thread.
+    #[inline]
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The tag as stored in a lock's word (0: none).
+    #[inline]
+    pub fn to_bits(self) -> u32 {
+        self.0
+    }
+
+    /// A tag read back from [`to_bits`](Self::to_bits).
+    #[inline]
+    pub fn from_bits(bits: u32) -> ThreadTag {
+        ThreadTag(bits)
+    }
+}
+
 /// Something that can wake one parked thread. Implemented by the runtime's green-thread control
 /// block and by the OS-thread hook.
 pub trait Unpark: Send + Sync {
@@ -242,5 +305,27 @@ pub trait SchedulerHook: Send + Sync {
     /// hang report.
     fn note_wait(&self, what: WaitOn) {
         let _ = what;
+    }
+
+    /// Whether the thread tagged `thread` (a lock's last holder, [`ThreadTag::of`] its class
+    /// cell) runs now on another processor of this scheduler. A stale tag is harmless (at worst
+    /// a short spin or an early park). The default knows nothing ([`RunState::Unknown`]).
+    fn run_state(&self, thread: ThreadTag) -> RunState {
+        let _ = thread;
+        RunState::Unknown
+    }
+
+    /// Whether other threads wait in the current processor's own queues (ready, woken for it,
+    /// never started): threads that cannot run while the current thread spins on this
+    /// processor. The default: none known.
+    fn queued_here(&self) -> bool {
+        false
+    }
+
+    /// How many other processors of this scheduler run a thread now (`None`: unknown, e.g. on a
+    /// plain OS thread). A waiter for `k` threads that are not all running (fewer than `k` run
+    /// elsewhere) waits for one that needs a processor.
+    fn running_elsewhere(&self) -> Option<usize> {
+        None
     }
 }

@@ -78,8 +78,8 @@ pub use barrier::{
 };
 pub use condvar::{Condvar, WaitTimeoutResult};
 pub use hook::{
-    current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass, SchedulerHook,
-    Unpark, Unparker, WaitOn,
+    current_hook, install_hook, uninstall_hook, ClassCell, Placement, PriorityClass, RunState,
+    SchedulerHook, ThreadTag, Unpark, Unparker, WaitOn,
 };
 pub use once::{LazyLock, Once, OnceLock, OnceState};
 pub use raw::{RawArrayLock, RawLock, RawMcsLock, RawTicketLock, RawTtasLock};

@@ -77,6 +77,7 @@ impl<W: WaitPolicy> RawRwLock<W> {
             key,
             expected_ns: self.meta.history.mean_ns(),
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+            awaited: self.meta.awaited(),
             class: PriorityClass::Waiter,
             cell: scope.cell(),
             what: crate::hook::WaitOn::RwLock(self as *const Self as usize),

@@ -1,12 +1,52 @@
 //! The runtime's implementation of `footprint_locks::SchedulerHook`, installed on every worker.
 
 use crate::job::Job;
+use crate::registry::{Shared, WorkerLocal, WorkerShared};
 use crate::timer;
 use crate::{context, parking};
 use footprint_locks::os::os_hook;
-use footprint_locks::{ClassCell, PriorityClass, SchedulerHook, Unparker};
+use footprint_locks::{ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag, Unparker};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Publishes the class cell of the green thread that `worker` resumes now (null when it stops
+/// running it): for the locks on this OS thread (`set_scheduled_class_cell`, the running
+/// thread's cell in one thread-local read) and for waiters on other workers, which compare a
+/// lock's holder with what each worker runs (`run_state`). Called by the worker loop around
+/// every resumption.
+///
+/// # Safety
+/// A non-null `cell` is the class cell of the thread the calling worker runs until the next
+/// call, alive until then (`set_scheduled_class_cell`'s contract).
+#[inline(always)]
+pub(crate) unsafe fn publish_running(worker: &WorkerShared, cell: *const ClassCell) {
+    // Relaxed: a waiter only compares the pointer (never dereferences it) to decide between
+    // spinning and parking, and re-reads it; a stale value costs at most a short spin.
+    worker.running.store(cell.cast_mut(), Ordering::Relaxed);
+    // SAFETY: per this function's contract.
+    unsafe { footprint_locks::hook::set_scheduled_class_cell(cell) };
+}
+
+/// The runtime and the worker of the calling OS thread, when it is a worker running a green
+/// thread.
+fn here() -> Option<(&'static Shared, &'static WorkerLocal)> {
+    let c = context::ctx_ptr();
+    if c.is_null() || context::current_task_ptr().is_null() {
+        return None;
+    }
+    // SAFETY: the context, its runtime and its worker belong to the calling OS thread and
+    // outlive the green thread running on it (the caller); the references do not leave the
+    // hook's methods.
+    unsafe {
+        let (s, w) = ((*c).shared, (*c).worker);
+        if s.is_null() || w.is_null() {
+            None
+        } else {
+            Some((&*s, &*w))
+        }
+    }
+}
 
 /// How many ready threads `higher_class_ready` inspects (the cheap end of the ready structure).
 const SCAN: usize = 32;
@@ -109,6 +149,48 @@ impl SchedulerHook for GreenHook {
             // SAFETY: the running green thread's control block is alive while it runs.
             unsafe { (*t).wait.note_lock(what, rt) };
         }
+    }
+
+    fn run_state(&self, thread: ThreadTag) -> RunState {
+        let Some((shared, me)) = here() else {
+            return RunState::Unknown;
+        };
+        if thread.is_none() {
+            return RunState::Unknown;
+        }
+        let running = shared.workers.iter().enumerate().any(|(i, w)| {
+            i != me.index && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
+        });
+        if running {
+            RunState::RunningElsewhere
+        } else {
+            RunState::NotRunning
+        }
+    }
+
+    fn queued_here(&self) -> bool {
+        let Some((_, me)) = here() else {
+            return false;
+        };
+        let inbox = &me.me().inbox;
+        // SAFETY: the ready structure is the calling worker's own; no borrow of it is live.
+        let ready = unsafe { (*me.ready.get()).len() };
+        ready > 0
+            || inbox.len.load(Ordering::Relaxed) > 0
+            || inbox.bound_len.load(Ordering::Relaxed) > 0
+            || !me.deque.is_empty()
+    }
+
+    fn running_elsewhere(&self) -> Option<usize> {
+        let (shared, me) = here()?;
+        Some(
+            shared
+                .workers
+                .iter()
+                .enumerate()
+                .filter(|(i, w)| *i != me.index && !w.running.load(Ordering::Relaxed).is_null())
+                .count(),
+        )
     }
 
     fn switch_cost_ns(&self) -> u64 {

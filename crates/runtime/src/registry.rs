@@ -24,10 +24,11 @@ use crate::start_deque::StartDeque;
 use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
+use footprint_locks::ClassCell;
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 impl Task {
@@ -57,6 +58,10 @@ pub(crate) struct WorkerShared {
     pub(crate) finished: AtomicU64,
     // accounting (issue 10 A): this worker's totals, written by its own OS thread only.
     pub(crate) acct: CachePadded<WorkerAccount>,
+    /// The class cell of the green thread running here now (null between runs): what a lock
+    /// waiter on another worker compares its lock's holder with (`hook.rs`, `run_state`).
+    /// Written by the owner at every resumption and suspension.
+    pub(crate) running: CachePadded<AtomicPtr<ClassCell>>,
 }
 
 impl WorkerShared {
@@ -75,6 +80,7 @@ impl WorkerShared {
             spawned: CachePadded::new(AtomicU64::new(0)),
             finished: AtomicU64::new(0),
             acct,
+            running: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
         }
     }
 }

@@ -459,7 +459,7 @@ impl WorkerLocal {
                     .store(ptr::from_ref(t).cast_mut(), Ordering::Relaxed);
                 // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
                 // block (the cell's owner) outlives that: we hold its run reference.
-                footprint_locks::hook::set_scheduled_class_cell(&t.class);
+                crate::hook::publish_running(self.me(), &t.class);
                 let co = co.as_mut().expect("coroutine present");
                 // Two resume sites used in turn (see `resume_at_site_0`).
                 let site = self.resume_site.get();
@@ -470,7 +470,7 @@ impl WorkerLocal {
                     resume_at_site_0(co)
                 };
                 // SAFETY: nothing runs on this thread's behalf now.
-                footprint_locks::hook::set_scheduled_class_cell(ptr::null());
+                crate::hook::publish_running(self.me(), ptr::null());
                 self.ctx.current.store(ptr::null_mut(), Ordering::Relaxed);
                 let misses = if self.timed { self.end_run(t) } else { None };
                 // The yield first, ahead of the match: it is the switch that a ping-pong of two

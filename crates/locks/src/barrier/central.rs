@@ -41,7 +41,7 @@ impl<W: WaitPolicy> CentralBarrier<W> {
         let leader = a.index == c.n - 1;
         if leader {
             c.complete(&a);
-            c.queue.notify_all();
+            c.queue.notify_all_home();
         } else {
             let target = a.phase + 1;
             c.wait_for::<W>(&a, 0, KIND, &mut || {

@@ -46,7 +46,7 @@ impl<W: WaitPolicy> DisseminationBarrier<W> {
             let partner = (i + (1 << k)) % n;
             let slot = partner * self.rounds + k;
             self.flags[slot].fetch_max(target, Ordering::SeqCst);
-            c.queue.notify_key(slot);
+            c.queue.notify_key_home(slot);
             let mine = &self.flags[i * self.rounds + k];
             c.wait_for::<W>(&a, i * self.rounds + k, KIND, &mut || {
                 mine.load(Ordering::Acquire) >= target

@@ -15,14 +15,19 @@
 //! arrives after a phase ended counts for the next phase, as with `std::sync::Barrier`.
 //!
 //! Waiters publish `BarrierWaiter` and wait under the barrier's [`WaitPolicy`]; the informed
-//! expected wait is the mean of the last 8 phase lengths scaled by the arrivals still missing,
-//! and unbounded (park at once) while more arrivals are missing than there are CPUs: those
-//! threads cannot all be running, so spinning would only take a processor from one of them.
+//! expected wait is the mean of the last 8 phase lengths scaled by the arrivals still missing.
+//! A waiter parks at once while the missing arrivals cannot all be running, since spinning
+//! would only take a processor from one of them: on OS threads, while more are missing than
+//! there are CPUs; on green threads, while fewer other workers run a thread than arrivals are
+//! missing, or any thread waits in the waiter's own worker's queues (the runtime says, through
+//! the scheduler hook). The last arrival wakes the parked waiters to their own workers
+//! ([`Placement::Anywhere`](crate::Placement)), not to its own: a barrier has no critical
+//! section whose data they would share.
 
-use crate::hook::PriorityClass;
+use crate::hook::{current_hook, PriorityClass};
 use crate::stats;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
-use crate::wait::{wait_until, ClassScope, HoldHistory, WaitFor, WaitPolicy, WaitQueue};
+use crate::wait::{wait_until, Awaited, ClassScope, HoldHistory, WaitFor, WaitPolicy, WaitQueue};
 use crossbeam_utils::CachePadded;
 use std::fmt;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
@@ -188,9 +193,16 @@ impl BarrierCore {
     ) {
         let missing = self.n - a.index;
         // 002 rule c: a barrier waiter is below every other thread. When more arrivals are
-        // missing than there are CPUs, some of them are not running and need a processor, so
-        // the wait is long however short the last phases were: park at once, never spin.
-        let expected_ns = if missing - 1 > crate::os::cpus() {
+        // missing than can be running, some of them need a processor, so the wait is long
+        // however short the last phases were: park at once, never spin. On a plain OS thread
+        // the kernel schedules and the machine's CPUs bound who runs; on a green thread the
+        // runtime's workers do, and the informed wait asks the runtime whether the missing
+        // arrivals may all be running elsewhere and none is queued behind this waiter on its
+        // own worker (`Awaited::Arrivals`, `green_may_spin`): with threads outnumbering
+        // workers, an arrival queued behind a spinner could not arrive until it gave the
+        // worker up.
+        let others = missing - 1;
+        let expected_ns = if !current_hook().is_green() && others > crate::os::cpus() {
             u64::MAX
         } else {
             self.history.mean_ns() * missing as u64 / self.n as u64
@@ -208,6 +220,7 @@ impl BarrierCore {
                 expected: self.n,
                 at: std::panic::Location::caller(),
             },
+            awaited: Awaited::Arrivals(others),
         };
         wait_until::<W>(&w, &mut || ready() || self.poisoned.load(Ordering::Relaxed));
         self.check_poison(kind);

@@ -64,7 +64,7 @@ impl<W: WaitPolicy> TreeBarrier<W> {
             c.complete(&a);
         } else {
             self.nodes[i].arrived.swap(target, Ordering::SeqCst);
-            c.queue.notify_key(2 * i);
+            c.queue.notify_key_home(2 * i);
             let flag = &self.nodes[i].released;
             c.wait_for::<W>(&a, 2 * i + 1, KIND, &mut || {
                 flag.load(Ordering::Acquire) >= target
@@ -73,7 +73,7 @@ impl<W: WaitPolicy> TreeBarrier<W> {
         // Wake-up: release the binary children.
         for child in [2 * i + 1, 2 * i + 2].into_iter().filter(|&ch| ch < n) {
             self.nodes[child].released.swap(target, Ordering::SeqCst);
-            c.queue.notify_key(2 * child + 1);
+            c.queue.notify_key_home(2 * child + 1);
         }
         c.depart(a, i == 0)
     }

@@ -134,6 +134,7 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
             key: ticket as usize,
             expected_ns: self.meta.history.mean_ns() * ahead,
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+            awaited: self.meta.awaited(),
             class,
             cell,
             what: crate::hook::WaitOn::Lock(self as *const Self as usize),

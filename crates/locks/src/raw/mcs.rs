@@ -142,6 +142,7 @@ impl<W: WaitPolicy> RawMcsLock<W> {
             key: me as usize,
             expected_ns: self.meta.history.mean_ns(),
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+            awaited: self.meta.awaited(),
             class,
             cell: scope.cell(),
             what: crate::hook::WaitOn::Lock(self as *const Self as usize),

@@ -57,6 +57,7 @@ impl<W: WaitPolicy> RawTicketLock<W> {
             key: my as usize,
             expected_ns: self.meta.history.mean_ns() * ahead as u64,
             holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+            awaited: self.meta.awaited(),
             class,
             cell,
             what: crate::hook::WaitOn::Lock(self as *const Self as usize),

@@ -7,10 +7,11 @@ use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
-    quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed, LockMeta, WaitFor,
-    WaitMode, WaitPolicy,
+    awaited_in, green_may_spin, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken,
+    Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
 /// The lock is held.
 const LOCKED: u32 = 1;
@@ -77,6 +78,10 @@ const OVERSUBSCRIBED_POLLS: u32 = if cfg!(loom) { 1 } else { 100 };
 #[repr(C)]
 pub struct RawTtasLock<W: WaitPolicy = Informed> {
     state: AtomicU32,
+    /// The tag of the last holder that published a class (`ThreadTag`; 0: none yet), for the
+    /// waiters' question "does the holder run?" (`green_may_spin`). Beside the word, in what
+    /// would be padding: the holder stores it on the line its compare-and-swap has just taken.
+    holder: StdAtomicU32,
     meta: LockMeta,
     _policy: PhantomData<W>,
 }
@@ -87,6 +92,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub const fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
+            holder: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -97,6 +103,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
+            holder: StdAtomicU32::new(0),
             meta: LockMeta::new(),
             _policy: PhantomData,
         }
@@ -153,7 +160,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// once the lock is taken.
     #[inline]
     fn held_prepared(&self, (scope, sample): (ClassScope, bool)) -> HeldToken {
-        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+        scope.into_held_sampled(
+            &self.meta,
+            &self.holder,
+            sample,
+            W::MODE == WaitMode::Informed,
+        )
     }
 
     /// `lock` on an informing lock whose word read `INFORMING` alone (free, nobody parked): the
@@ -197,7 +209,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if !sample && self.state.load(Ordering::Relaxed) & INFORMING == 0 && !stats::enabled() {
             return scope.into_held_untimed();
         }
-        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+        scope.into_held_sampled(
+            &self.meta,
+            &self.holder,
+            sample,
+            W::MODE == WaitMode::Informed,
+        )
     }
 
     /// [`held`](Self::held) after a wait that ended in the quick spin or the yield phase:
@@ -213,7 +230,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             return self.held_informing();
         }
         if W::MODE == WaitMode::Informed && sample_this_hold() {
-            return ClassScope::unpublished().into_held_sampled(&self.meta, true, true);
+            return ClassScope::unpublished().into_held_sampled(
+                &self.meta,
+                &self.holder,
+                true,
+                true,
+            );
         }
         HeldToken::unpublished()
     }
@@ -225,7 +247,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[inline(never)]
     fn held_counted(&self, scope: ClassScope) -> HeldToken {
         let sample = self.state.load(Ordering::Relaxed) & INFORMING != 0 && sample_this_hold();
-        scope.into_held_sampled(&self.meta, sample, W::MODE == WaitMode::Informed)
+        scope.into_held_sampled(
+            &self.meta,
+            &self.holder,
+            sample,
+            W::MODE == WaitMode::Informed,
+        )
     }
 
     /// Turns informing on (a wait went past the quick spin on a thread whose class a scheduler
@@ -441,10 +468,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if W::MODE == WaitMode::Informed && !hook_installed() {
             return self.lock_os_thread(seen);
         }
-        // No quick spin and no yield phase for a scheduled thread where the kernel last
-        // reported more runnable threads than CPUs: there the holder may be waiting for this
-        // CPU (informed waiting parks at once, 002).
-        let crowded = W::MODE == WaitMode::Informed && crate::os::oversubscribed_hint();
+        // No quick spin and no yield phase where the holder may be waiting for this processor
+        // (informed waiting parks at once, 002): for a green thread, where the runtime says
+        // the lock's holder does not run on another worker, or (holder not recorded yet)
+        // threads wait in this worker's queues; for another scheduled thread, where the kernel
+        // last reported more runnable threads than CPUs.
+        let crowded = W::MODE == WaitMode::Informed && {
+            let hook = current_hook();
+            if hook.is_green() {
+                !green_may_spin(hook, awaited_in(&self.holder))
+            } else {
+                crate::os::oversubscribed_hint()
+            }
+        };
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
             let prepared = (self.state.load(Ordering::Relaxed) & INFORMING != 0)
@@ -479,6 +515,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 key: 0,
                 expected_ns: self.meta.history.mean_ns(),
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
+                awaited: awaited_in(&self.holder),
                 class: PriorityClass::Waiter,
                 cell: None,
                 what: crate::hook::WaitOn::Lock(self as *const Self as usize),

@@ -3,9 +3,21 @@
 //! behind it.
 
 use super::{WaitMode, WaitPolicy, WaitQueue};
-use crate::hook::{current_hook, ClassCell, PriorityClass, SchedulerHook, WaitOn};
+use crate::hook::{
+    current_hook, ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag, WaitOn,
+};
 use crate::stats;
 use crate::sync::spin_hint;
+
+/// The threads a waiter waits for, as far as it can name them: what the scheduler is asked
+/// about before the waiter spins (002: spin only while they run).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Awaited {
+    /// A lock's last recorded holder ([`ThreadTag::NONE`]: not recorded).
+    Holder(ThreadTag),
+    /// This many other threads that are still to arrive (a barrier's missing arrivals).
+    Arrivals(usize),
+}
 
 /// What a waiter knows about its wait.
 pub(crate) struct WaitFor<'a> {
@@ -21,6 +33,45 @@ pub(crate) struct WaitFor<'a> {
     pub(crate) cell: Option<&'a ClassCell>,
     /// What the waiter parks on, told to the scheduler before it parks.
     pub(crate) what: WaitOn,
+    /// Who the waiter waits for (asked about before and while a green thread spins).
+    pub(crate) awaited: Awaited,
+}
+
+/// Whether a green waiter may spin now: only while the threads it waits for may be running on
+/// other workers, and never while one of them may be queued behind it on its own worker (green
+/// threads are not preempted: a thread queued here runs only once this one gives the worker
+/// up). What the runtime knows decides, not the machine's CPU count:
+/// - a lock's holder: spin while it runs on another worker; when it does not run (queued, on
+///   this worker or another, or parked) it needs a processor before it can release, and this
+///   waiter's may be the one. A holder the lock did not record (an OS thread's, or none yet):
+///   spin unless threads are queued here.
+/// - a barrier's `k` missing arrivals: spin only while nothing is queued on this worker and at
+///   least `k` other workers run a thread (otherwise some arrival is not running, so the wait
+///   lasts at least until it gets a processor).
+///
+/// Where the scheduler cannot tell (`RunState::Unknown`, no runtime), the waiter spins.
+///
+/// A thread the runtime sees running runs only while its worker's OS thread has a CPU: where
+/// the kernel last reported more runnable threads than CPUs, workers are being preempted, and a
+/// spinner may be burning the CPU that the awaited thread's worker waits for (16 workers on 2
+/// CPUs: every worker "runs" a thread, so the runtime's answer alone allowed the 64 ranks of a
+/// barrier to spin there; timings on the shared development VM did not separate the two
+/// choices). The waiter parks then, as the barrier's CPU-count rule had it park before.
+pub(crate) fn green_may_spin(hook: &dyn SchedulerHook, awaited: Awaited) -> bool {
+    if crate::os::oversubscribed_hint() {
+        return false;
+    }
+    match awaited {
+        Awaited::Holder(holder) if !holder.is_none() => match hook.run_state(holder) {
+            RunState::RunningElsewhere => true,
+            RunState::NotRunning => false,
+            RunState::Unknown => !hook.queued_here(),
+        },
+        Awaited::Holder(_) => !hook.queued_here(),
+        Awaited::Arrivals(k) => {
+            !hook.queued_here() && hook.running_elsewhere().is_none_or(|running| running >= k)
+        }
+    }
 }
 
 /// Spin iterations between looks at the scheduler's signals (each iteration is at most
@@ -80,14 +131,30 @@ const GREEN_OFF_LINE_NS: u64 = 500;
 /// of nanoseconds move its cache line between the cores at every acquisition when the waiter
 /// keeps polling; a round off the line lets the holder's thread run several acquisitions in a
 /// row with the line in its cache, and the waiter pays no park and the releaser no wake-up.
-/// A green thread does not `sched_yield` (that would give up its worker's CPU) nor yield to its
-/// worker's other green threads (which the informing rules decide afterwards): it pauses. Without
+/// A green thread does not `sched_yield` (that would give up its worker's CPU). Where the
+/// runtime says other green threads wait in its worker's queues it yields the worker to them
+/// (they do their own work meanwhile, and a thread queued there may be the holder); where none
+/// does it pauses. Without
 /// this phase a green waiter went from the quick spin to the informed spin, which polls the
 /// line every few hundred nanoseconds: 000's `multiple_ctr` on green threads took 1.15–1.2× the
 /// time it takes with it (same process, alternating runs; parking_lot's mutex on the same
 /// green threads, which spins and `sched_yield`s, took as long as with it).
 pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> {
-    if current_hook().is_green() {
+    let hook = current_hook();
+    if hook.is_green() && hook.queued_here() {
+        // Threads wait in this worker's own queues: let them run instead of pausing (they do
+        // their own work meanwhile, as the threads sharing a CPU do when a parking_lot waiter
+        // calls `sched_yield`), and try when the worker comes back.
+        let start = stats::now_ns();
+        for _ in 0..YIELD_ROUNDS {
+            hook.yield_now();
+            if try_acquire() {
+                return Some(stats::now_ns().saturating_sub(start));
+            }
+        }
+        return None;
+    }
+    if hook.is_green() {
         let per_round = if cfg!(loom) {
             1
         } else {
@@ -208,11 +275,17 @@ fn informed_wait(
     on_woken: &dyn Fn(),
 ) {
     let hook = current_hook();
-    // Rule: hand the processor to a ready thread of a higher class first.
-    if hook.yield_to_higher(w.class) && ready() {
+    let green = hook.is_green();
+    // Rule: hand the processor to a ready thread of a higher class first — where the scheduler
+    // knows the classes (a green thread's runtime). An OS thread's kernel does not: its hook
+    // answers "oversubscribed" and `sched_yield`s, which on a machine loaded by other programs
+    // hands the time slice to them and puts this waiter at the back of the run queue, where the
+    // release finds it later than a parked waiter, whom the kernel's wake-up brings back at once
+    // (002's multiprogramming loop, 2 threads on 2 CPUs under degree 1–4: informed took 2–4×
+    // block's time per iteration with the yield). Such a waiter parks instead (rule 2 below).
+    if green && hook.yield_to_higher(w.class) && ready() {
         return;
     }
-    let green = hook.is_green();
     let half_switch = hook.switch_cost_ns() / 2;
     // Bellosa's two-phase rule: block at once when the expected wait exceeds half a switch.
     let long = w.expected_ns > half_switch;
@@ -220,6 +293,11 @@ fn informed_wait(
         // Our class may have changed while we waited (a FIFO lock's next in line is promoted).
         let next_in_line = w.cell.map_or(w.class, |c| c.get()) == PriorityClass::ImmediateWaiter;
         let mut park = long;
+        if !park && green && !green_may_spin(hook, w.awaited) {
+            // The threads it waits for need a processor (perhaps this worker's): park, and the
+            // worker runs them or whatever else is ready.
+            park = true;
+        }
         if !park && !green && crate::os::oversubscribed() {
             if next_in_line {
                 // 002's exception: the thread granted the lock next may use a processor to be
@@ -249,7 +327,7 @@ fn informed_wait(
         if ready() {
             return;
         }
-        if hook.yield_to_higher(w.class) && ready() {
+        if green && hook.yield_to_higher(w.class) && ready() {
             return;
         }
     }
@@ -320,6 +398,10 @@ fn spin_phase(
             if yields <= FREE_YIELDS_TO_HIGHER {
                 continue;
             }
+        }
+        if green && !green_may_spin(hook, w.awaited) {
+            // The holder stopped running (it parked or yielded), or a thread was queued here.
+            return true;
         }
         if spent < budget {
             continue;

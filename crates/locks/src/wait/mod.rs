@@ -3,7 +3,7 @@
 //! acquisition, and the informed spin-or-park decision ([`informed`]).
 
 use crate::hook::{
-    current_class_cell, current_hook, scheduler_class_cell, ClassCell, PriorityClass,
+    current_class_cell, current_hook, scheduler_class_cell, ClassCell, PriorityClass, ThreadTag,
 };
 use crate::stats::{self, LockTimes};
 use crate::sync::{spin_hint, Ordering};
@@ -14,7 +14,8 @@ mod informed;
 mod queue;
 
 pub(crate) use informed::{
-    quick_spin, wait_until, wait_until_woken, yield_phase, WaitFor, MAX_BACKOFF_SHIFT,
+    green_may_spin, quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor,
+    MAX_BACKOFF_SHIFT,
 };
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
@@ -170,6 +171,12 @@ pub(crate) struct LockMeta {
     pub(crate) history: HoldHistory,
     /// OS thread id of the holder (informing locks only; 0 when unknown).
     pub(crate) holder_tid: std::sync::atomic::AtomicI32,
+    /// The tag of the last holder that published a class (a green thread on an informing
+    /// lock; 0: none yet): whom a waiter asks the scheduler about
+    /// ([`SchedulerHook::run_state`](crate::SchedulerHook::run_state)). Advisory (a plain `std`
+    /// atomic also under loom): a stale value costs a waiter at most a short spin or an early
+    /// park. (The TTAS lock keeps its holder's tag beside its word instead.)
+    pub(crate) holder: StdAtomicU32,
 }
 
 impl LockMeta {
@@ -185,6 +192,7 @@ impl LockMeta {
             },
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
+            holder: StdAtomicU32::new(0),
         }
     }
 
@@ -195,8 +203,23 @@ impl LockMeta {
             history: HoldHistory::default(),
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
+            holder: StdAtomicU32::new(0),
         }
     }
+}
+
+impl LockMeta {
+    /// Who a waiter on this lock waits for: its last recorded holder.
+    #[inline]
+    pub(crate) fn awaited(&self) -> Awaited {
+        awaited_in(&self.holder)
+    }
+}
+
+/// Who a waiter waits for, from a holder slot ([`LockMeta::holder`] or a lock's own).
+#[inline]
+pub(crate) fn awaited_in(slot: &StdAtomicU32) -> Awaited {
+    Awaited::Holder(ThreadTag::from_bits(slot.load(Ordering::Relaxed)))
 }
 
 /// Key under which threads wait at a FIFO lock's door while the machine is oversubscribed.
@@ -414,7 +437,7 @@ impl ClassScope {
     pub(crate) fn into_held(self, meta: &LockMeta) -> HeldToken {
         let sample = meta.history.sample_this();
         let informing = !self.cell.is_null();
-        self.into_held_sampled(meta, sample, informing)
+        self.into_held_sampled(meta, &meta.holder, sample, informing)
     }
 
     /// The guard state of an acquisition that is neither timed nor counted (the uncontended
@@ -433,10 +456,16 @@ impl ClassScope {
     pub(crate) fn into_held_sampled(
         self,
         meta: &LockMeta,
+        holder: &StdAtomicU32,
         sample: bool,
         informing: bool,
     ) -> HeldToken {
         self.publish(PriorityClass::Holder);
+        if informing && !self.cell.is_null() {
+            // The holder's tag for the waiters' question "does it run?" (`holder`: a slot on a
+            // line this thread has just written, where the lock keeps it there).
+            holder.store(ThreadTag::of(self.cell).to_bits(), Ordering::Relaxed);
+        }
         let since_ns = if sample || stats::enabled() {
             stats::now_ns()
         } else {

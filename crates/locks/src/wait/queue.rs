@@ -1,6 +1,6 @@
 //! The queue of parked threads of one lock, barrier or condition variable.
 
-use crate::hook::{SchedulerHook, Unparker};
+use crate::hook::{Placement, SchedulerHook, Unparker};
 use crate::sync::{fence, model_sc_fence, spin_hint, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::ptr;
 use std::time::Instant;
@@ -277,8 +277,19 @@ impl WaitQueue {
         linked
     }
 
-    /// Wakes up to `max` threads whose key satisfies `matches`; returns how many.
+    /// Wakes up to `max` threads whose key satisfies `matches`, with the releaser's placement
+    /// hint (lock-hot placement, [`crate::placement::wake_placement`]); returns how many.
     pub(crate) fn notify(&self, max: usize, matches: &dyn Fn(usize) -> bool) -> usize {
+        self.notify_placed(max, matches, crate::placement::wake_placement())
+    }
+
+    /// [`notify`](Self::notify) with the placement hint `placement` for every thread woken.
+    pub(crate) fn notify_placed(
+        &self,
+        max: usize,
+        matches: &dyn Fn(usize) -> bool,
+        placement: Placement,
+    ) -> usize {
         let mut woken = 0;
         while woken < max {
             // Pop a batch under the guard, unpark outside it.
@@ -306,7 +317,6 @@ impl WaitQueue {
             }
             let more = !self.head.load(Ordering::Relaxed).is_null();
             self.unlock_list();
-            let placement = crate::placement::wake_placement();
             for u in batch.iter().take(n).flatten() {
                 u.unpark(placement);
             }
@@ -354,6 +364,27 @@ impl WaitQueue {
     pub(crate) fn notify_key(&self, key: usize) {
         if self.has_waiters() {
             self.notify(usize::MAX, &|k| k == key);
+        }
+    }
+
+    /// Wakes every thread parked under `key`, each to run where the scheduler's own rule puts
+    /// it (its last worker), not on the waker's: see [`notify_all_home`](Self::notify_all_home).
+    #[inline]
+    pub(crate) fn notify_key_home(&self, key: usize) {
+        if self.has_waiters() {
+            self.notify_placed(usize::MAX, &|k| k == key, Placement::Anywhere);
+        }
+    }
+
+    /// Wakes every parked thread, each to run where the scheduler's own rule puts it (its last
+    /// worker, whose cache holds its data), not on the waker's worker: a barrier's waiters have
+    /// no critical section's data to share with the thread that released them, and lock-hot
+    /// placement would stack all of them on one worker, from which the others must steal them
+    /// back one by one (and lose their caches).
+    #[inline]
+    pub(crate) fn notify_all_home(&self) {
+        if self.has_waiters() {
+            self.notify_placed(usize::MAX, &|_| true, Placement::Anywhere);
         }
     }
 

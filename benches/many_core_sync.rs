@@ -1,0 +1,227 @@
+//! The synchronisation shapes that fall behind OS threads on many workers, at 2 workers (or
+//! `FOOTPRINT_MANY_CORE_WORKERS`), each beside its peer in one run; the bodies are in
+//! `common/many_core.rs` and check their results.
+//!
+//! - `many_core_stencil/*`: SPMD 2-D Jacobi (`STENCIL_SIDE`², `STENCIL_SWEEPS` sweeps), one band
+//!   of rows per rank, a barrier per sweep; 1 and 4 ranks per worker. footprint: green ranks,
+//!   `footprint::sync::Barrier`; peer: as many OS threads with `std::sync::Barrier`.
+//! - `many_core_mutex/*`: 4 threads per worker × `BUMP_OPS` × { lock a `Mutex<[u64; 8]>`, bump
+//!   all eight; 40 LCG steps outside }. footprint: green threads, `footprint::sync::Mutex`;
+//!   peers: as many OS threads with `std::sync::Mutex` and `parking_lot::Mutex`.
+//! - `many_core_tsp/*`: branch and bound over a `TSP_CITIES`-city instance, the bound read at
+//!   every node and offered at every tour, tasks spawned down to depth 4. footprint `scope` with
+//!   the bound in a `footprint::sync::Mutex` (`footprint_mutex`), a `footprint::sync::RwLock`
+//!   (`footprint_rwlock`) or an `AtomicU64` (`footprint_atomic`: the optimistic read a one-word
+//!   bound allows); peer: rayon `scope` + `std::sync::Mutex`.
+//! - `many_core_pipeline/*`: 1 producer per worker → `bounded(64)` → 2 squarers per worker →
+//!   `bounded(64)` → 1 summer, `PIPE_MESSAGES` messages. footprint: green threads,
+//!   `footprint::channel`; peer: OS threads, crossbeam-channel.
+//!
+//! On the 2-core development machine the OS-thread peers run on the same 2 CPUs as the workers.
+//! `FOOTPRINT_MANY_CORE_WORKERS=16` oversubscribes them (16 workers, 64 ranks / threads on 2
+//! CPUs): ratios only, not what 16 cores would show.
+//!
+//! Run: `cargo bench --bench many_core_sync -- --warm-up-time 1 --measurement-time 3`
+//!
+//! `FOOTPRINT_MANY_CORE_PROBE=<runs>` skips criterion and prints, per workload, the median of
+//! `<runs>` alternating runs of each variant (one line each: name, median and minimum ms, each
+//! as a ratio to the first variant, the peer), a quick look for before/after comparisons.
+//! `FOOTPRINT_MANY_CORE_ONLY=<part of a group name>` picks the workloads.
+
+#[path = "common/many_core.rs"]
+mod bodies;
+
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+
+const STENCIL_SIDE: usize = 258;
+const STENCIL_SWEEPS: usize = 300;
+const BUMP_OPS: usize = 20_000;
+const TSP_CITIES: usize = 12;
+const PIPE_MESSAGES: u64 = 50_000;
+
+fn workers() -> usize {
+    std::env::var("FOOTPRINT_MANY_CORE_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&w| w > 0)
+        .unwrap_or(2)
+}
+
+fn runtime(workers: usize) -> footprint::Runtime {
+    footprint::Runtime::builder()
+        .workers(workers)
+        .build()
+        .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
+}
+
+/// One variant of a workload: its name and one timed run.
+type Variant<'a> = (String, Box<dyn Fn() -> Duration + 'a>);
+
+/// The variants of the four workloads on `rt` (`w` workers), grouped by workload.
+fn workloads<'a>(
+    rt: &'a footprint::Runtime,
+    pool: &'a rayon::ThreadPool,
+    w: usize,
+) -> Vec<(&'static str, Vec<Variant<'a>>)> {
+    let stencil_expected = bodies::stencil_expected(STENCIL_SIDE, STENCIL_SWEEPS);
+    let d: &'a [Vec<u64>] = Box::leak(bodies::tsp_instance(TSP_CITIES).into_boxed_slice());
+    let tsp_expected = bodies::tsp_expected(d);
+    let mut stencil: Vec<Variant<'a>> = Vec::new();
+    for per in [1usize, 4] {
+        let ranks = w * per;
+        stencil.push((
+            format!("std_threads/{per}_per_worker"),
+            Box::new(move || {
+                bodies::stencil_os(STENCIL_SIDE, STENCIL_SWEEPS, ranks, stencil_expected)
+            }),
+        ));
+        stencil.push((
+            format!("footprint/{per}_per_worker"),
+            Box::new(move || {
+                bodies::stencil_green(rt, STENCIL_SIDE, STENCIL_SWEEPS, ranks, stencil_expected)
+            }),
+        ));
+    }
+    let threads = 4 * w;
+    let mutex: Vec<Variant<'a>> = vec![
+        (
+            "std".into(),
+            Box::new(move || bodies::bump_os::<std::sync::Mutex<[u64; 8]>>(threads, BUMP_OPS)),
+        ),
+        (
+            "parking_lot".into(),
+            Box::new(move || bodies::bump_os::<parking_lot::Mutex<[u64; 8]>>(threads, BUMP_OPS)),
+        ),
+        (
+            "footprint".into(),
+            Box::new(move || {
+                bodies::bump_green::<footprint::sync::Mutex<[u64; 8]>>(rt, threads, BUMP_OPS)
+            }),
+        ),
+        (
+            "footprint_block".into(),
+            Box::new(move || {
+                bodies::bump_green::<footprint::sync::BlockTtasMutex<[u64; 8]>>(
+                    rt, threads, BUMP_OPS,
+                )
+            }),
+        ),
+        (
+            "footprint_spin".into(),
+            Box::new(move || {
+                bodies::bump_green::<footprint::sync::SpinTtasMutex<[u64; 8]>>(
+                    rt, threads, BUMP_OPS,
+                )
+            }),
+        ),
+    ];
+    let tsp: Vec<Variant<'a>> = vec![
+        (
+            "rayon_std_mutex".into(),
+            Box::new(move || bodies::tsp_rayon::<std::sync::Mutex<u64>>(pool, d, tsp_expected)),
+        ),
+        (
+            "footprint_mutex".into(),
+            Box::new(move || bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected)),
+        ),
+        (
+            "footprint_rwlock".into(),
+            Box::new(move || {
+                bodies::tsp_green::<footprint::sync::RwLock<u64>>(rt, d, tsp_expected)
+            }),
+        ),
+        (
+            "footprint_atomic".into(),
+            Box::new(move || bodies::tsp_green::<AtomicU64>(rt, d, tsp_expected)),
+        ),
+    ];
+    let pipeline: Vec<Variant<'a>> = vec![
+        (
+            "crossbeam".into(),
+            Box::new(move || bodies::pipeline_crossbeam(w, 2 * w, PIPE_MESSAGES)),
+        ),
+        (
+            "footprint".into(),
+            Box::new(move || bodies::pipeline_green(rt, w, 2 * w, PIPE_MESSAGES)),
+        ),
+    ];
+    vec![
+        ("many_core_stencil", stencil),
+        ("many_core_mutex", mutex),
+        ("many_core_tsp", tsp),
+        ("many_core_pipeline", pipeline),
+    ]
+}
+
+/// `FOOTPRINT_MANY_CORE_PROBE`: medians of alternating runs, no criterion.
+fn probe(runs: usize, only: Option<&str>) {
+    let w = workers();
+    let rt = runtime(w);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(w)
+        .build()
+        .expect("a rayon pool");
+    println!("{w} workers, {runs} alternating runs, medians (indicative)");
+    for (group, variants) in workloads(&rt, &pool, w) {
+        if only.is_some_and(|o| !group.contains(o)) {
+            continue;
+        }
+        let mut times = vec![Vec::new(); variants.len()];
+        for _ in 0..runs {
+            for (i, (_, run)) in variants.iter().enumerate() {
+                times[i].push(run());
+            }
+        }
+        for t in times.iter_mut() {
+            t.sort();
+        }
+        let (medians, mins): (Vec<Duration>, Vec<Duration>) =
+            times.iter().map(|t| (t[t.len() / 2], t[0])).unzip();
+        for (((name, _), m), lo) in variants.iter().zip(&medians).zip(&mins) {
+            println!(
+                "{group}/{name}: median {:.2} ms ({:.2}x {}), min {:.2} ms ({:.2}x)",
+                m.as_secs_f64() * 1e3,
+                m.as_secs_f64() / medians[0].as_secs_f64(),
+                variants[0].0,
+                lo.as_secs_f64() * 1e3,
+                lo.as_secs_f64() / mins[0].as_secs_f64(),
+            );
+        }
+    }
+}
+
+fn criterion_groups(c: &mut Criterion) {
+    let w = workers();
+    let rt = runtime(w);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(w)
+        .build()
+        .expect("a rayon pool");
+    for (group, variants) in workloads(&rt, &pool, w) {
+        let mut g = c.benchmark_group(group);
+        g.sample_size(10);
+        for (name, run) in &variants {
+            g.bench_function(BenchmarkId::new(name.clone(), w), |b| {
+                b.iter_custom(|iters| (0..iters).map(|_| run()).sum())
+            });
+        }
+        g.finish();
+    }
+}
+
+fn main() {
+    if let Some(runs) = std::env::var("FOOTPRINT_MANY_CORE_PROBE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        let only = std::env::var("FOOTPRINT_MANY_CORE_ONLY").ok();
+        probe(runs, only.as_deref());
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    criterion_groups(&mut c);
+    c.final_summary();
+}

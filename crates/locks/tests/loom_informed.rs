@@ -1,0 +1,283 @@
+//! Loom models of the wait paths that ask the scheduler about green threads: each model
+//! installs a hook that says it schedules green threads and answers the runtime's questions
+//! (does the lock's holder run on another worker? are threads queued on this worker? how many
+//! other workers run a thread?) as the model sets them, and checks mutual exclusion, one leader
+//! per barrier phase, and that nobody is left parked (a lost wake-up is a loom deadlock).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p footprint-hpc-locks --release --target-dir target/loom --test loom_informed`
+#![cfg(loom)]
+
+use footprint_locks::*;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize as StdAtomicUsize};
+use std::time::Duration;
+
+/// A green-thread scheduler as the locks see it, with configurable answers. Parking, the class
+/// cell and the unparker are the OS hook's (loom's park under the model).
+struct ModelHook {
+    /// 0: `RunningElsewhere`, 1: `NotRunning`, 2: `Unknown`.
+    run: AtomicU8,
+    queued: AtomicBool,
+    running_elsewhere: StdAtomicUsize,
+}
+
+static HOOK: ModelHook = ModelHook {
+    run: AtomicU8::new(0),
+    queued: AtomicBool::new(false),
+    running_elsewhere: StdAtomicUsize::new(0),
+};
+
+impl SchedulerHook for ModelHook {
+    fn class_cell(&self) -> &ClassCell {
+        os::os_hook().class_cell()
+    }
+    fn higher_class_ready(&self, _than: PriorityClass) -> bool {
+        false
+    }
+    fn yield_to_higher(&self, _than: PriorityClass) -> bool {
+        false
+    }
+    fn yield_now(&self) {
+        thread::yield_now()
+    }
+    fn current_unparker(&self) -> Unparker {
+        os::os_hook().current_unparker()
+    }
+    fn park(&self) {
+        os::os_hook().park()
+    }
+    fn park_timeout(&self, timeout: Duration) -> bool {
+        os::os_hook().park_timeout(timeout)
+    }
+    fn worker_id(&self) -> Option<usize> {
+        Some(0)
+    }
+    fn switch_cost_ns(&self) -> u64 {
+        // Long enough that Bellosa's rule never parks at once: the scheduler's answers decide.
+        1_000_000
+    }
+    fn run_state(&self, thread: ThreadTag) -> RunState {
+        if thread.is_none() {
+            return RunState::Unknown;
+        }
+        match self.run.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => RunState::RunningElsewhere,
+            1 => RunState::NotRunning,
+            _ => RunState::Unknown,
+        }
+    }
+    fn queued_here(&self) -> bool {
+        self.queued.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn running_elsewhere(&self) -> Option<usize> {
+        Some(
+            self.running_elsewhere
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+}
+
+/// Serialises the models of this process (they set the hook's answers).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The hook's answers for one model.
+#[derive(Clone, Copy)]
+struct Answers {
+    run: RunState,
+    queued: bool,
+    running_elsewhere: usize,
+}
+
+fn green_model(answers: Answers, f: impl Fn() + Sync + Send + 'static) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    HOOK.run.store(
+        match answers.run {
+            RunState::RunningElsewhere => 0,
+            RunState::NotRunning => 1,
+            RunState::Unknown => 2,
+        },
+        relaxed,
+    );
+    HOOK.queued.store(answers.queued, relaxed);
+    HOOK.running_elsewhere
+        .store(answers.running_elsewhere, relaxed);
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    b.check(move || {
+        install_hook(&HOOK);
+        f();
+    });
+    uninstall_hook();
+}
+
+/// Spawns a model thread that runs under the model hook.
+fn spawn_green<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> thread::JoinHandle<T> {
+    thread::spawn(move || {
+        install_hook(&HOOK);
+        assert!(
+            current_hook().is_green(),
+            "the model hook schedules this thread"
+        );
+        f()
+    })
+}
+
+/// Two green threads increment under a TTAS lock (informed), each twice, so that a waiter goes
+/// past the quick spin and the lock turns informing (its holders record their class cell).
+fn ttas_green(answers: Answers) {
+    green_model(answers, || {
+        let lock = Arc::new(RawTtasLock::<Informed>::new());
+        let value = Arc::new(AtomicUsize::new(0));
+        let (l, v) = (lock.clone(), value.clone());
+        let bump = |lock: &RawTtasLock<Informed>, value: &AtomicUsize| {
+            let t = lock.lock();
+            let x = value.load(Ordering::Relaxed);
+            value.store(x + 1, Ordering::Relaxed);
+            // SAFETY: held through `t`.
+            unsafe { lock.unlock(t) };
+        };
+        let h = spawn_green(move || {
+            bump(&l, &v);
+            bump(&l, &v);
+        });
+        bump(&lock, &value);
+        bump(&lock, &value);
+        h.join().unwrap();
+        assert_eq!(value.load(Ordering::Relaxed), 4);
+        assert!(!lock.is_locked());
+    });
+}
+
+/// The holder runs on another worker: the waiter spins (the model's short spin), then parks.
+#[test]
+fn ttas_green_holder_running_elsewhere() {
+    ttas_green(Answers {
+        run: RunState::RunningElsewhere,
+        queued: false,
+        running_elsewhere: 1,
+    });
+}
+
+/// The holder does not run (queued or parked): the waiter parks without spinning.
+#[test]
+fn ttas_green_holder_not_running() {
+    ttas_green(Answers {
+        run: RunState::NotRunning,
+        queued: true,
+        running_elsewhere: 0,
+    });
+}
+
+/// Two green ranks pass two phases of a central barrier.
+fn barrier_green(answers: Answers) {
+    green_model(answers, || {
+        let b = Arc::new(CentralBarrier::<Informed>::new(2));
+        let leaders = Arc::new(AtomicUsize::new(0));
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let (b2, l2, a2) = (b.clone(), leaders.clone(), arrived.clone());
+        let rank = move |b: &CentralBarrier<Informed>, l: &AtomicUsize, a: &AtomicUsize| {
+            for p in 0..2 {
+                a.fetch_add(1, Ordering::SeqCst);
+                if b.wait().is_leader() {
+                    l.fetch_add(1, Ordering::SeqCst);
+                }
+                assert!(a.load(Ordering::SeqCst) >= (p + 1) * 2);
+            }
+        };
+        let h = spawn_green(move || rank(&b2, &l2, &a2));
+        rank(&b, &leaders, &arrived);
+        h.join().unwrap();
+        assert_eq!(leaders.load(Ordering::SeqCst), 2);
+    });
+}
+
+/// The missing rank may run on another worker, nothing queued here: the waiter spins, then
+/// parks.
+#[test]
+fn barrier_green_arrival_may_run() {
+    barrier_green(Answers {
+        run: RunState::Unknown,
+        queued: false,
+        running_elsewhere: 1,
+    });
+}
+
+/// No other worker runs a thread (the missing rank is queued somewhere or parked): the waiter
+/// parks at once.
+#[test]
+fn barrier_green_arrival_not_running() {
+    barrier_green(Answers {
+        run: RunState::Unknown,
+        queued: false,
+        running_elsewhere: 0,
+    });
+}
+
+/// A thread is queued on the waiter's worker (perhaps the missing rank): the waiter parks at
+/// once even though other workers run threads.
+#[test]
+fn barrier_green_arrival_queued_here() {
+    barrier_green(Answers {
+        run: RunState::Unknown,
+        queued: true,
+        running_elsewhere: 4,
+    });
+}
+
+/// Channel blocking path on green threads: two senders through one place, the receiver gets
+/// both (a sender parked on the full buffer is woken when a place frees, a receiver parked on
+/// the empty one when a message comes), with and without threads queued on the worker (the
+/// yields before a park).
+fn channel_green(queued: bool) {
+    green_model(
+        Answers {
+            run: RunState::Unknown,
+            queued,
+            running_elsewhere: 1,
+        },
+        || {
+            let (tx, rx) = channel::bounded::<usize>(1);
+            let tx2 = tx.clone();
+            let h1 = spawn_green(move || tx.send(1).unwrap());
+            let h2 = spawn_green(move || tx2.send(2).unwrap());
+            let a = rx.recv().unwrap();
+            let b = rx.recv().unwrap();
+            assert_eq!(a + b, 3);
+            h1.join().unwrap();
+            h2.join().unwrap();
+        },
+    );
+}
+
+#[test]
+fn channel_green_nothing_queued() {
+    channel_green(false);
+}
+
+#[test]
+fn channel_green_queued_here() {
+    channel_green(true);
+}
+
+/// Rendezvous on green threads: whichever side comes first parks, the other completes it.
+#[test]
+fn channel_green_rendezvous() {
+    green_model(
+        Answers {
+            run: RunState::Unknown,
+            queued: false,
+            running_elsewhere: 1,
+        },
+        || {
+            let (tx, rx) = channel::bounded::<usize>(0);
+            let h = spawn_green(move || tx.send(7).unwrap());
+            assert_eq!(rx.recv(), Ok(7));
+            h.join().unwrap();
+        },
+    );
+}
