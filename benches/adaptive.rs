@@ -1,4 +1,4 @@
-//! Issue 12: the adaptive worker count against fixed counts, side by side in one run.
+//! The adaptive worker count against fixed counts, side by side in one run.
 //!
 //! Workloads (`benches/common/adaptive.rs`), each on fixed 1, fixed `cpus / 2` and fixed `cpus`
 //! workers and on adaptive `1..=cpus` (`cpus`: the CPUs the process may use; on a 2-CPU machine

@@ -1,5 +1,5 @@
 //! Many blocked green threads: one iteration spawns `N` = 10,000 green threads on two workers,
-//! blocks them all on one primitive, releases them and joins them all (issue 16's targets:
+//! blocks them all on one primitive, releases them and joins them all (targets:
 //! ≤ 20 ms each).
 //!
 //! - `many_blocked/barrier/10000`: every thread waits on one `Barrier::new(N + 1)`; the

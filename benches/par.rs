@@ -1,4 +1,4 @@
-//! Parallel loops (issue 19), 2 workers, peers side by side in one run:
+//! Parallel loops, 2 workers, peers side by side in one run:
 //!
 //! - `jacobi1d/<bytes>`, `jacobi2d/<bytes>`: one sweep of a 1-D 3-point / 2-D 5-point Jacobi
 //!   iteration over two arrays of `bytes` in all (256 KiB: fits one 1 MiB L2; 1.5 MiB: fits the

@@ -27,7 +27,7 @@ fn yield_benches(c: &mut Criterion) {
     micro::configure_may();
     let mut group = c.benchmark_group("yield");
 
-    // The default counters, then time-only accounting at every switch (issue 10 A).
+    // The default counters, then time-only accounting at every switch.
     for (name, counters) in [
         ("footprint", footprint::Counters::default()),
         ("footprint_counters_time", footprint::Counters::Time),

@@ -1,4 +1,4 @@
-//! `footprint::sleep` at scale (issue 18): one iteration is one round of 10,000 green threads
+//! `footprint::sleep` at scale: one iteration is one round of 10,000 green threads
 //! each sleeping 1 ms once on two workers, spawned and joined from a green thread. The ideal is
 //! 1 ms plus the spawns and joins; the lateness distribution (p50/p99/max) is printed by
 //! `cargo run --release --example sleep_lateness`.

@@ -38,7 +38,7 @@ fn working_set(c: &mut Criterion) {
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
     // Every ready order without accounting, then VirtualTime with time accounting at every
-    // switch (issue 10 A): its cost at the scale of a workload.
+    // switch: its cost at the scale of a workload.
     let [.., (_, vt)] = orders::ready_orders();
     let rows = orders::ready_orders()
         .into_iter()

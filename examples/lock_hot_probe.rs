@@ -1,6 +1,6 @@
 //! One of 000's lock micro-benchmarks (`benches/common/lock_hot.rs`) in a loop, alone in its
 //! process, with what the runtime did per critical section: for profilers and for explaining a
-//! ratio of the `lock_hot` bench (issue 15).
+//! ratio of the `lock_hot` bench.
 //!
 //! ```text
 //! cargo run --release --example lock_hot_probe -- multiple_ctr 200

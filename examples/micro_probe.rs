@@ -1,5 +1,5 @@
 //! One runtime micro-operation in a loop, alone in its process, for profilers and for
-//! process-to-process comparisons (issue 15):
+//! process-to-process comparisons:
 //!
 //! ```text
 //! cargo run --release --example micro_probe -- yield 10000000

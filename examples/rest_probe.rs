@@ -1,6 +1,6 @@
 //! The adaptive bench's lock-bound workload (8 green threads on one `Mutex`, 32 KiB touched per
 //! critical section; `benches/common/adaptive.rs`) on an N-worker runtime whose active-worker
-//! limit is lowered after the first round (issue 12): compare its time per operation with a
+//! limit is lowered after the first round: compare its time per operation with a
 //! 1-worker runtime's. Each round spawns new threads, so the rounds after the first show whether
 //! workers above the limit still take work.
 //!

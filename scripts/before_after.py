@@ -2,7 +2,7 @@
 """Before and after: runs the criterion benches of two builds of this repository in turn
 (before, after, before, after, ...), as separate processes, and prints one Markdown table per
 bench: each benchmark's median in every process of either build, and the ratio of the medians
-(after ÷ before). Issue 15 asks that nothing in `runtime_micro`, `fib`, `skynet`, `locks`,
+(after ÷ before). The rule is that nothing in `runtime_micro`, `fib`, `skynet`, `locks`,
 `multiprog` or `working_set` gets slower by more than noise; this shows it, with the noise
 (the spread between processes of one build) beside the change.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the benchmarks behind issue 15's and issue 12's targets as separate processes, several
+"""Runs the benchmarks behind the runtime, lock and adaptive targets as separate processes, several
 times, and prints one Markdown table per set: each row a ratio (or a time) per process, its
 median, and the target's verdict. The README's "five runs" tables are this script's output,
 pasted with the command and commit it prints.
@@ -77,7 +77,7 @@ SETS = {
             for g in ["uncontended", "contended2/empty", "bound_read", "oversub8"]
             for p in ["std_mutex", "parking_lot"]
         ] + [
-            # Issue 15: "every informing lock ≥ 1.0× std::sync::Mutex throughput" with 8 OS
+            # Target: "every informing lock ≥ 1.0× std::sync::Mutex throughput" with 8 OS
             # threads on 2 cores (time per acquisition ≤ std's).
             (f"`oversub8` {lock} ÷ std_mutex", f"oversub8/{lock}", "oversub8/std_mutex",
              "≤ 1.0", 1.0, "median")

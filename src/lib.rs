@@ -78,9 +78,9 @@ pub use footprint_runtime::{
 };
 // limits and diagnostics: the watcher's defaults and the worker-count limit.
 pub use footprint_runtime::{DEFAULT_BLOCKING_WARNING, DEFAULT_WATCHDOG, MAX_WORKERS_PER_CPU};
-// placement (issue 10 B): hints, explicit moves and what the placement rules did.
+// placement: hints, explicit moves and what the placement rules did.
 pub use footprint_runtime::{current_thread_id, migrate_to, set_fragment, PlacementStats};
-// adaptive (issue 12): the runtime chooses how many workers run; `progress` feeds it.
+// adaptive: the runtime chooses how many workers run; `progress` feeds it.
 pub use footprint_runtime::{
     progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats,
 };

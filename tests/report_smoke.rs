@@ -245,7 +245,7 @@ fn full_tiny_run() -> Result<(), String> {
             return Err(format!("{name} is not reported as failed with {needle:?}"));
         }
     }
-    // 003's thread-count experiment is measured (issue 12): its verdict line is there.
+    // 003's thread-count experiment is measured: its verdict line is there.
     if !md.contains("adaptive within 5 % of the best fixed count on") {
         return Err("threads_003 has no verdict on the adaptive worker count".into());
     }

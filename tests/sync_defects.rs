@@ -7,7 +7,7 @@ mod common;
 use common::{runtime, with_watchdog};
 use std::sync::Arc;
 
-/// Issue 18: 40 green threads × 500 increments of an `ArrayMutex` (32 slots) on 2 workers hung
+/// 40 green threads × 500 increments of an `ArrayMutex` (32 slots) on 2 workers hung
 /// in most runs: the door waiters past the capacity kept the `Running` class and yielded their
 /// workers to one another forever. Several rounds, so that the old code fails almost surely.
 #[test]
@@ -43,7 +43,7 @@ fn array_mutex_past_capacity_on_green_threads() {
     });
 }
 
-/// One round of issue 9's pattern: a waiter waits for a flag; the notifier sets it under the
+/// One round of a regression pattern: a waiter waits for a flag; the notifier sets it under the
 /// mutex once the waiter is waiting, then loops `while !cv.notify_one() {}`. With the old
 /// condvar, a notify in the window between the waiter's unlock and its queueing returned
 /// `false` while still ending the wait, and the loop spun forever.

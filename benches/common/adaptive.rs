@@ -1,4 +1,4 @@
-//! The workloads of issue 12's bench (`benches/adaptive.rs`): the same program on a runtime with
+//! The workloads of the adaptive bench (`benches/adaptive.rs`): the same program on a runtime with
 //! a fixed worker count and on an adaptive one (`Builder::adaptive_workers`). Each reports its
 //! units of work with `footprint::progress`, as a program that offers it would.
 

@@ -1,4 +1,4 @@
-//! The sleep-lateness measurement (issue 18): `N` green threads each `footprint::sleep` once on a
+//! The sleep-lateness measurement: `N` green threads each `footprint::sleep` once on a
 //! two-worker runtime. Shared by `benches/sleep.rs` (the round's total time, criterion) and
 //! `examples/sleep_lateness.rs` (the lateness distribution: p50, p99, max).
 #![allow(dead_code)]

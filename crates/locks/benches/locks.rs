@@ -10,7 +10,7 @@
 //!   (a dedicated 2-core machine; this one is shared with other builds);
 //! - `oversub{4,8}`: 4 or 8 OS threads (more than the CPUs here), ≈100 ns inside and ≈1 µs of
 //!   work outside the critical section (002's lock loop under multiprogramming);
-//! - `bound_read`: the search case of issue 15 — 2 OS threads (what a 2-thread rayon pool runs
+//! - `bound_read`: a branch-and-bound search's bound — 2 OS threads (what a 2-thread rayon pool runs
 //!   on) each read a shared bound under the lock at every node, with ≈20 ns of node work
 //!   between two reads; time per read;
 //! - `barrier2`: episode latency with 2 threads; `barrier_oversub{4,8}`: episodes with 4 or 8

@@ -1,6 +1,6 @@
 //! Two-thread contention probe: the default `Mutex` against `std::sync::Mutex` and
 //! `parking_lot::Mutex`, interleaved in one process so that a shared machine's load drifts over
-//! all three alike (issue 15, fifth round).
+//! all three alike.
 //!
 //! `cargo run --release -p footprint-hpc-locks --example contend_probe -- [empty|bound|oversub8] [ROUNDS] [ITERS]`
 //!

@@ -42,8 +42,8 @@ std::thread_local! {
 /// Publishes the class cell of the thread the calling OS thread's scheduler is about to run
 /// (`cell`), or null when it stops running it: the runtime calls this around each resumption of
 /// a green thread, so that an informing lock finds the running thread's cell with one
-/// thread-local read instead of a call through the hook and a second thread-local (issue 15,
-/// session 7: part of the informing bookkeeping that every acquisition of a contended lock
+/// thread-local read instead of a call through the hook and a second thread-local (this is
+/// part of the informing bookkeeping that every acquisition of a contended lock
 /// pays). Where it is null the locks ask the installed hook ([`SchedulerHook::class_cell`]).
 ///
 /// # Safety

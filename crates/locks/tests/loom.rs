@@ -356,7 +356,7 @@ fn condvar_notify_all() {
     });
 }
 
-/// Issue 9, defect 2: the window between a condvar waiter's release of the mutex and its park.
+/// A regression case: the window between a condvar waiter's release of the mutex and its park.
 /// The notifier takes the mutex, sees whether the waiter is already waiting (it marks itself
 /// under the mutex before `wait`), sets the flag, releases, and notifies: when the waiter was
 /// waiting, `notify_one` must report it (it is queued before it releases the mutex), and the
@@ -395,9 +395,9 @@ fn condvar_notify_counts_waiter_in_unlock_window() {
     });
 }
 
-/// Issue 18: more waiters than slots. Capacity 1: while one thread holds the lock, the other two
-/// wait on the one slot, each for its own ticket (issue 18's version had a door there, which
-/// session 11's ticket-valued slots made unnecessary); every thread gets in exactly once and
+/// More waiters than slots. Capacity 1: while one thread holds the lock, the other two
+/// wait on the one slot, each for its own ticket (an earlier version had a door there, which
+/// ticket-valued slots made unnecessary); every thread gets in exactly once and
 /// none is left parked.
 fn array_shared_slot_three<W: WaitPolicy>() {
     three_take_it_once(RawArrayLock::<W, 1>::new);
@@ -851,7 +851,7 @@ fn hooked() {
     install_hook(footprint_locks::os::os_hook());
 }
 
-/// [`ttas_barging`] on the hooked path (issue 15, fifth round: plain OS threads, which every
+/// [`ttas_barging`] on the hooked path (plain OS threads, which every
 /// other TTAS model runs on, now wait in `lock_os_thread`, so this keeps the informed wait with
 /// `PARKED`/`WAKING` checked where green threads use it).
 #[test]

@@ -1,5 +1,5 @@
 //! Deterministic tests of two windows in the waiting protocols, each holding a waiter inside the
-//! window with a fake scheduler hook (issue 9 defect 2, issue 18 ArrayMutex):
+//! window with a fake scheduler hook (a condvar defect and the ArrayMutex's slots):
 //!
 //! - a condition-variable waiter between releasing its mutex and parking must already be queued,
 //!   so that a notifier that took the mutex after it counts it;

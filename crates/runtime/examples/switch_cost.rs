@@ -1,4 +1,4 @@
-//! What accounting at every switch costs, in CPU time (issue 10 A): the worker thread's CPU
+//! What accounting at every switch costs, in CPU time: the worker thread's CPU
 //! nanoseconds per `yield_now` (two green threads ping-pong on one worker) and per spawn + join
 //! from a green thread, with `Counters::Off` (the default) and `Counters::Time`.
 //!

@@ -1,4 +1,4 @@
-//! What the runtime adds up at every green-thread switch (issue 10 A): the per-thread record
+//! What the runtime adds up at every green-thread switch: the per-thread record
 //! ([`ThreadAccount`], in each control block) and the per-worker totals ([`WorkerAccount`], in
 //! each worker's shared part). The switch path that fills them is `worker.rs` (`run_task`); the
 //! public views are `stats.rs`.

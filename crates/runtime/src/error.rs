@@ -59,7 +59,7 @@ pub enum Error {
         /// Why, from the PMU crate's capability probe.
         reason: String,
     },
-    // placement (issue 10 B)
+    // placement
     /// A data-fragment hint named a fragment of 0 bytes.
     EmptyFragment {
         /// The fragment's id.
@@ -87,7 +87,7 @@ pub enum Error {
         /// The largest count accepted without opting in.
         max: usize,
     },
-    // adaptive (issue 12)
+    // adaptive
     /// `Builder::adaptive_workers(min..=max)` was given `min` = 0, `min > max`, or `max` above
     /// the CPUs the runtime may use.
     AdaptiveRange {

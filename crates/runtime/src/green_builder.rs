@@ -81,7 +81,7 @@ where
 pub struct GreenBuilder {
     name: Option<Arc<str>>,
     stack_size: Option<usize>,
-    // placement (issue 10 B)
+    // placement
     hints: crate::task::PlacementHints,
 }
 

@@ -37,7 +37,7 @@ pub(crate) unsafe fn join_task<T>(
         // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
         // SAFETY: `shared` is written by `init` before the task is published and not changed
         // until the block is recycled, which needs our handle (we still hold it).
-        // placement (issue 10 B): a thread placed by a hint runs where it was placed.
+        // placement: a thread placed by a hint runs where it was placed.
         let here = if t.bound.load(Ordering::Relaxed) {
             None
         } else {

@@ -120,7 +120,7 @@ impl SchedulerHook for GreenHook {
     }
 
     fn park(&self) {
-        // placement (issue 10 B): timed per green thread when the runtime shuffles (003).
+        // placement: timed per green thread when the runtime shuffles (003).
         crate::placement::monitor::timed_lock_park()
     }
 

@@ -4,7 +4,7 @@
 //! `len` mirrors the queue's length so that the owner's fast path (and `notify_worker`'s load
 //! check) reads one atomic instead of taking the lock.
 //!
-//! Beside the stealable queue sits the *bound* queue (placement, issue 10 B): threads placed on
+//! Beside the stealable queue sits the *bound* queue : threads placed on
 //! this worker by a placement hint (a data-fragment batch, a partner, an explicit
 //! `migrate_to`). Only the owner pops it, in batch order (smaller key first, FIFO on ties), so
 //! a fragment's batch runs back to back on the worker whose cache holds the fragment; thieves
@@ -22,7 +22,7 @@ pub(crate) struct Inbox {
     pub(crate) len: AtomicUsize,
     /// Woken threads handed over with `push` (written under the lock).
     woken: AtomicU64,
-    // placement (issue 10 B): the owner-only bound queue (see the module docs).
+    // placement: the owner-only bound queue (see the module docs).
     pub(crate) bound: Mutex<ReadyHeap<Job>>,
     pub(crate) bound_len: AtomicUsize,
 }
@@ -67,7 +67,7 @@ impl Inbox {
     }
 }
 
-// placement (issue 10 B)
+// placement
 impl Inbox {
     /// Hands `j` to this worker's bound queue with ready key `key` (smaller runs first).
     pub(crate) fn push_bound(&self, key: u64, j: Job) {

@@ -133,7 +133,7 @@ mod trace;
 mod watch;
 mod worker;
 
-// adaptive (issue 12)
+// adaptive
 pub use adaptive::{progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, AdaptiveStats};
 // Thread Tranquilizer (003 ch. 3): `Builder::tranquilizer`.
 pub use adaptive::tranquilizer;

@@ -64,7 +64,7 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     let shared = unsafe { &*task.runtime() };
     let here = placement::here(shared);
     let here_index = here.map(|w| w.index);
-    // placement (issue 10 B): a home given by thread shuffling (003) wins across domains.
+    // placement: a home given by thread shuffling (003) wins across domains.
     if let Some(s) = &shared.placement.shuffle {
         let hinted = match hint {
             Placement::Worker(w) if w < shared.workers.len() => Some(w),

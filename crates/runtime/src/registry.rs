@@ -56,7 +56,7 @@ pub(crate) struct WorkerShared {
     /// Green threads created / finished by this worker (written by the owner only).
     pub(crate) spawned: CachePadded<AtomicU64>,
     pub(crate) finished: AtomicU64,
-    // accounting (issue 10 A): this worker's totals, written by its own OS thread only.
+    // accounting: this worker's totals, written by its own OS thread only.
     pub(crate) acct: CachePadded<WorkerAccount>,
     /// The class cell of the green thread running here now (null between runs): what a lock
     /// waiter on another worker compares its lock's holder with (`hook.rs`, `run_state`).
@@ -114,10 +114,10 @@ pub(crate) struct Shared {
     pub(crate) overflows: AtomicU64,
     /// Stacks mapped (fresh) so far.
     pub(crate) stacks_mapped: AtomicU64,
-    // accounting (issue 10 A): what is measured at each switch, and the first counter failure.
+    // accounting: what is measured at each switch, and the first counter failure.
     pub(crate) counters: Resolved,
     pub(crate) counter_error: Mutex<Option<String>>,
-    // placement (issue 10 B): the fragment batcher and the placement counters.
+    // placement: the fragment batcher and the placement counters.
     pub(crate) placement: crate::placement::state::PlacementState,
     /// This runtime's process-unique number (see [`next_runtime_id`]).
     pub(crate) id: u64,
@@ -130,7 +130,7 @@ pub(crate) struct Shared {
     /// Live green threads that have a name (`GreenBuilder::name`), by control block address: the
     /// names `Runtime::drop` reports when it waits long.
     pub(crate) named: Mutex<HashMap<usize, Arc<str>>>,
-    // adaptive (issue 12): workers with an index at or above `active` rest and hand their
+    // adaptive: workers with an index at or above `active` rest and hand their
     // queued threads to the others (`adaptive/limit.rs`; `workers.len()` when not adaptive);
     // the controller's state when `Builder::adaptive_workers` is on.
     pub(crate) active: CachePadded<AtomicUsize>,
@@ -214,7 +214,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) tick: Cell<u32>,
     pub(crate) rng: Cell<u64>,
     pub(crate) push_seq: Cell<u64>,
-    // accounting (issue 10 A): per-thread accounting on (`Shared::counters.timed`), the tick
+    // accounting: per-thread accounting on (`Shared::counters.timed`), the tick
     // the current run began at (between runs: the tick the last one ended at), whether that
     // tick is too old to start the next run with, whether the job about to run was stolen,
     // the counter source.

@@ -48,10 +48,10 @@ pub struct Builder {
     watchdog: Option<std::time::Duration>,
     blocking_warning: Option<std::time::Duration>,
     counters: Counters,
-    // placement (issue 10 B)
+    // placement
     shuffling: Option<ShuffleConfig>,
     topology: Option<Topology>,
-    // adaptive (issue 12): `adaptive_workers(min..=max)`, set in `adaptive/mod.rs`.
+    // adaptive: `adaptive_workers(min..=max)`, set in `adaptive/mod.rs`.
     pub(crate) adaptive: Option<std::ops::RangeInclusive<usize>>,
     // Thread Tranquilizer: set in `adaptive/tranquilizer/mod.rs`.
     pub(crate) tranquilizer: Option<crate::tranquilizer::TranquilizerConfig>,
@@ -345,7 +345,7 @@ impl Builder {
         if counters.timed {
             crate::clock::init();
         }
-        // adaptive (issue 12): `max` workers, `min` of them active at first.
+        // adaptive: `max` workers, `min` of them active at first.
         if let Some(r) = &self.adaptive {
             crate::adaptive::state::check_range(r, cpus.len())?;
         }
@@ -638,7 +638,7 @@ fn worker_main(
     };
     // On a pin failure build() reports the error and drops the runtime; this worker just takes
     // part in the shutdown.
-    // adaptive (issue 12): the controller samples the workers' kernel threads.
+    // adaptive: the controller samples the workers' kernel threads.
     if let Some(a) = &shared.adaptive {
         a.threads.register_current();
     }

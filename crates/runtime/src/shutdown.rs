@@ -116,7 +116,7 @@ impl Drop for Runtime {
         if let Some(s) = &self.shared.placement.shuffle {
             s.stop();
         }
-        // adaptive (issue 12)
+        // adaptive
         if let Some(a) = &self.shared.adaptive {
             a.stop();
         }

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Creates a green thread for `f` on runtime `shared` and queues it: on the calling worker's
-/// start deque (or the injector off a worker), or, with placement `hints` (issue 10 B), in the
+/// start deque (or the injector off a worker), or, with placement `hints`, in the
 /// bound queue of the worker they name (`placement::place_new`).
 ///
 /// `c` is the calling OS thread's context (`context::ctx_ptr()`, null off a runtime), passed in
@@ -288,7 +288,7 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
     }
 }
 
-/// A finished thread with placement hints or a name leaves its fragment batch (issue 10 B) and
+/// A finished thread with placement hints or a name leaves its fragment batch and
 /// the table of live named threads.
 ///
 /// # Safety

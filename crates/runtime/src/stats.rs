@@ -262,7 +262,7 @@ pub struct RuntimeStats {
     pub counter_error: Option<String>,
     /// One entry per worker.
     pub workers: Vec<WorkerStats>,
-    // adaptive (issue 12): what the worker-count controller decided.
+    // adaptive: what the worker-count controller decided.
     /// The adaptive controller's state and last decisions (`None` unless built with
     /// [`Builder::adaptive_workers`](crate::Builder::adaptive_workers)).
     pub adaptive: Option<crate::AdaptiveStats>,

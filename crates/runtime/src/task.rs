@@ -29,7 +29,7 @@ pub(crate) enum Reason {
     Yield,
     /// Park me (the park protocol finishes on the worker's stack).
     Park,
-    /// Move me to this worker (placement, issue 10 B: `placement::migrate_current`).
+    /// Move me to this worker (`placement::migrate_current`).
     Migrate(usize),
 }
 
@@ -290,11 +290,11 @@ pub(crate) struct Task {
     /// Boxed on the first stop under a policy and kept with the pooled block, so the default
     /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
     pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
-    // accounting (issue 10 A): run time, runs, migrations, steals, parked time, misses; written
+    // accounting: run time, runs, migrations, steals, parked time, misses; written
     // at the switches by the worker holding the run reference (`worker.rs`), read by
     // `JoinHandle::stats` and `current_stats`. Last, away from the fields the switch reads.
     pub(crate) acct: ThreadAccount,
-    // placement (issue 10 B): the placement hints of this thread (`GreenBuilder::fragment`,
+    // placement: the placement hints of this thread (`GreenBuilder::fragment`,
     // `partner`, `rival`, `set_fragment`). `None` for a thread without hints, so the wake path
     // pays one load. Written by the creator before the thread is published, by the thread
     // itself while it runs, and cleared when it finishes (`placement::on_finish`); read by
@@ -321,7 +321,7 @@ pub(crate) struct Task {
     pub(crate) registry_slot: AtomicUsize,
 }
 
-// placement (issue 10 B)
+// placement
 /// A green thread's placement hints (see `crate::placement`).
 #[derive(Clone, Default)]
 pub(crate) struct PlacementHints {

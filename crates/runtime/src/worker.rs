@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 /// The idle search's polls before it sleeps, and the longest wait between two, in pauses: the
 /// waits double from one pause up to `SPIN_MAX_PAUSES`, so that an idle worker polls the other
-/// workers' deques 20 times over ≈ 1800 pauses (≈ 60 µs on the VM of issue 15) instead of 64
+/// workers' deques 20 times over ≈ 1800 pauses (≈ 60 µs on the 2-core development VM) instead of 64
 /// times over ≈ 1500 (each poll reads the ends of a busy worker's deque, whose next push and pop
 /// then miss in cache: the cost of spawn + join on 2 workers).
 const SPIN_ROUNDS: u32 = 20;
@@ -54,7 +54,7 @@ impl WorkerLocal {
         let shared = self.shared();
         let me = self.me();
         if self.fair_tick_due() {
-            // adaptive (issue 12): above the active limit, take no more local work (the loop
+            // adaptive: above the active limit, take no more local work (the loop
             // then rests, handing it off). Out of line: the pick's code stays as it was.
             if self.surplus_on_tick() {
                 return None;
@@ -111,7 +111,7 @@ impl WorkerLocal {
     /// two threads taking turns: when no fairness check is due, the inbox and the start deque
     /// are empty and exactly one other thread is ready (a queue order), `task` takes its place
     /// in the ready structure and that thread is returned (one swap instead of a push and a
-    /// pop; issue 15).
+    /// pop).
     #[inline]
     fn next_after_yield(&self, task: Arc<Task>, misses: Option<u64>) -> Option<Job> {
         let left = self.tick.get();
@@ -156,7 +156,7 @@ impl WorkerLocal {
     #[inline]
     fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
         if me.inbox.len.load(Ordering::Acquire) == 0 {
-            // placement (issue 10 B): threads placed here by a hint wait in the bound queue.
+            // placement: threads placed here by a hint wait in the bound queue.
             if me.inbox.bound_len.load(Ordering::Acquire) == 0 {
                 return None;
             }
@@ -178,7 +178,7 @@ impl WorkerLocal {
     /// the inbox is this worker's too (it takes from it right after its ready threads) but
     /// others may steal from it. Without this, a barrier whose last arrival woke 8 threads here
     /// while the other worker slept left them all waiting until that thread had finished its
-    /// own part (issue 15: the second worker of `lock_hot`'s runs started 340–450 µs after the
+    /// own part (the second worker of `lock_hot`'s runs started 340–450 µs after the
     /// first, and the threads split 5 to 3). The first woken thread stays in the ready
     /// structure (lock-hot placement's hand-over to the releaser's worker); a policy order keeps
     /// every thread in its heap (it orders them by key).
@@ -224,7 +224,7 @@ impl WorkerLocal {
         if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
-        // adaptive (issue 12): a worker above the active limit takes no one else's work. It
+        // adaptive: a worker above the active limit takes no one else's work. It
         // may be here after an ordinary sleep began while it was still active; without this
         // check it would take the next spawn from the injector and run its threads beside the
         // active workers until they next parked (a 16-worker runtime limited to 1 ran the
@@ -283,7 +283,7 @@ impl WorkerLocal {
                 // Returns when `next_local` found nothing more (or found this worker surplus).
                 self.run(j);
             }
-            // adaptive (issue 12): a worker above the active limit does not steal; it rests.
+            // adaptive: a worker above the active limit does not steal; it rests.
             if self.surplus() {
                 self.stop_searching_idle();
                 self.rest_surplus();
@@ -475,7 +475,7 @@ impl WorkerLocal {
                 let misses = if self.timed { self.end_run(t) } else { None };
                 // The yield first, ahead of the match: it is the switch that a ping-pong of two
                 // threads takes every time (tested here rather than as a match arm, criterion's
-                // yield read 0.5-1 ns less on the AMD host of issue 15, session 12).
+                // yield read 0.5-1 ns less on the 2-core AMD EPYC development VM).
                 if let CoroutineResult::Yield(Reason::Yield) = r {
                     match self.next_after_yield(task, misses) {
                         // A yield to another started thread (two threads taking turns): resumed
@@ -490,7 +490,7 @@ impl WorkerLocal {
                 match r {
                     CoroutineResult::Yield(Reason::Yield) => unreachable!("handled above"),
                     CoroutineResult::Yield(Reason::Park) => self.finish_park(task, misses),
-                    // placement (issue 10 B): the thread asked to move
+                    // placement: the thread asked to move
                     // (`placement::migrate_current`).
                     CoroutineResult::Yield(Reason::Migrate(to)) => {
                         crate::placement::finish_migrate(self, task, to)
@@ -505,7 +505,7 @@ impl WorkerLocal {
     /// The job `run` started with was a stale queue entry: nothing ran, so the next idle
     /// search goes on where the last one stopped instead of polling fast again (a thief that
     /// keeps finding entries their joiners ran inline kept polling the spawner's deque at the
-    /// fastest rate; issue 15).
+    /// fastest rate).
     #[inline]
     fn stale_found(&self) {
         self.idle_round.set(self.idle_resume.get());
@@ -778,7 +778,7 @@ resume_site!(
     /// `switch_and_link`), and the CPU predicts its target from the call site and the recent
     /// branch history. With one site, two green threads that take turns on a worker (a yield
     /// ping-pong, a producer and its consumer) make that target alternate between their two
-    /// suspension points. On the AMD EPYC host of issue 15's session 11 the predictor sometimes
+    /// suspension points. On a 2-core AMD EPYC VM the predictor sometimes
     /// learned the alternation and sometimes did not, for millions of resumptions at a time: a
     /// yield took ≈12 ns or ≈26 ns, switching between the two during a run. With two sites used
     /// in turn, each site sees one target in such a ping-pong, and six processes took

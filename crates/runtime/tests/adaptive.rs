@@ -1,4 +1,4 @@
-//! The active-worker limit (issue 12): typed errors for bad ranges, surplus workers that rest
+//! The active-worker limit: typed errors for bad ranges, surplus workers that rest
 //! and hand their queued threads on, and exact counts while the limit moves under load (no
 //! thread lost or stranded when a worker rests mid-queue). A watchdog on every test.
 

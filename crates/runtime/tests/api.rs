@@ -175,7 +175,7 @@ fn yield_interleaves_two_threads_on_one_worker() {
 }
 
 /// A yield lets work queued since (a thread spawned by the yielder) start before the threads
-/// already ready: the two-thread hand-off of a yield (issue 15) keeps that order.
+/// already ready: the two-thread hand-off of a yield keeps that order.
 #[test]
 fn a_yield_starts_new_work_before_the_ready_threads() {
     let rt = rt(1);

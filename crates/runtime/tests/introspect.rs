@@ -1,4 +1,4 @@
-//! Runtime introspection (issue 9): `current_num_threads`, `current_thread_index`,
+//! Runtime introspection: `current_num_threads`, `current_thread_index`,
 //! `Runtime::broadcast`, and `join` running its second half when the first panics.
 
 mod common;
@@ -99,7 +99,7 @@ fn broadcast_reraises_a_panic_after_every_call_finished() {
     });
 }
 
-/// Issue 9, defect 1: on one worker `b` is never stolen; it must still run when `a` panics.
+/// A regression case: on one worker `b` is never stolen; it must still run when `a` panics.
 #[test]
 fn join_runs_b_when_a_panics() {
     with_watchdog(60, "join panic", || {

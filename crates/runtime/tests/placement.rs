@@ -1,4 +1,4 @@
-//! Placement (issue 10 B): lock-hot on/off really decides where a woken thread resumes, data
+//! Placement: lock-hot on/off really decides where a woken thread resumes, data
 //! fragment batching and partner/rival rules hold on 2 and 5 workers, bad hints are typed
 //! errors or documented no-ops, and exact-count stress with watchdogs.
 
@@ -531,7 +531,7 @@ fn hinted_threads_stress_exact_counts() {
 
 /// Threads woken on a worker whose running thread keeps it (it neither parks nor yields) while
 /// another worker sleeps are taken by that worker: all but the first go where it can steal them
-/// (issue 15: a barrier's last arrival woke 8 threads onto its worker and ran on for hundreds of
+/// (a barrier's last arrival woke 8 threads onto its worker and ran on for hundreds of
 /// microseconds while the other worker slept). Without that, the waker below would spin for ever
 /// (the watchdog fails the test).
 #[test]

@@ -462,7 +462,7 @@ fn repeated_fork_join_from_outside_never_hangs() {
 
 /// Once a green waiter has made a mutex informing, every green holder publishes `Holder` for
 /// the hold and gets its own class back at the release, including an acquisition that found the
-/// lock free (its bookkeeping runs before the compare-and-swap, issue 15), and a holder that
+/// lock free (its bookkeeping runs before the compare-and-swap), and a holder that
 /// yields keeps `Holder` while it is ready.
 #[test]
 fn green_holders_of_an_informing_mutex_publish_holder() {

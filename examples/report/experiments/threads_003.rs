@@ -1,4 +1,4 @@
-//! 003: the thread-count experiment (Thread Reinforcer online, issue 12): a lock-bound and a
+//! 003: the thread-count experiment (Thread Reinforcer online): a lock-bound and a
 //! compute-bound fork-join workload (`benches/common/adaptive.rs`, the bodies of
 //! `benches/adaptive.rs`) on fixed worker counts 1..=min(2, CPUs) and on one adaptive runtime
 //! (`adaptive_workers(1..=max)`) that meets them in turn, measured after its search. The

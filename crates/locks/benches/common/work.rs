@@ -8,7 +8,7 @@ use std::time::Instant;
 /// Work units per microsecond, calibrated once per process: the fastest of
 /// [`CALIBRATION_RUNS`] timed runs, after one untimed run.
 ///
-/// One timed run (as before issue 15's sixth round) took whatever the shared machine gave it at
+/// One timed run (as before the locks were retuned) took whatever the shared machine gave it at
 /// that moment: a preemption or a busy sibling during the calibration made every critical section
 /// and every piece of outside work of that process shorter, which moved the peers' own times in
 /// `oversub8` by 25–40 % between processes. The fastest run is the one the fewest

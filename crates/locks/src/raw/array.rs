@@ -43,7 +43,7 @@ const NO_TICKET: u64 = u64::MAX;
 /// `released`. Both are sequentially consistent, so either the arrival sees the release (and
 /// enters without waiting) or the releaser sees the arrival (and writes its slot). So an
 /// acquisition from free and its release touch one cache line, the ticket line, as the TTAS
-/// lock's do (issue 15, session 11: the flag version read the next slot's line at every
+/// lock's do (the flag version read the next slot's line at every
 /// acquisition and swapped it at every release; on 8 OS threads on 2 CPUs those two misses were
 /// 98 % of its lock samples and the lock 27 % of the loop's CPU, std's mutex 11 %).
 ///

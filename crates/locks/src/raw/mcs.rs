@@ -285,7 +285,7 @@ unsafe impl<W: WaitPolicy> RawLock for RawMcsLock<W> {
                 // One pass over the queue: the successor, the one after it (where there is one)
                 // and, under informed waiting, one thread from the crowd door. The ticket and
                 // array locks admit only when a release leaves the lock free; leaving the
-                // admission out here measured no different (issue 15, session 9), so MCS keeps
+                // admission out here measured no different, so MCS keeps
                 // it as it was.
                 let (succ_key, after_key) = (succ as usize, after as usize);
                 self.meta.notify_released(

@@ -33,7 +33,7 @@ const HANDOFF: u32 = 8;
 /// compare-and-swap `0 → LOCKED` fails on an informing lock and the acquisition does its
 /// bookkeeping (the thread-local lookups, the sampling count) *before* it takes the lock
 /// (`lock_informing`, `acquire_informing`): inside the critical section only the `Holder` store
-/// remains. Issue 15, session 7: the bookkeeping costs 8–10 % of a green thread's time on a hot
+/// remains. Measured: the bookkeeping costs 8–10 % of a green thread's time on a hot
 /// lock (000's `multiple_ctr`, alternating runs in one process) wherever it runs; before the
 /// acquisition it at least does not lengthen the section the other threads wait for.
 const INFORMING: u32 = 16;
@@ -562,7 +562,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
 
     /// The contended acquisition of a plain OS thread under informed waiting (no scheduler hook:
     /// the kernel schedules it and reads no class, so it publishes none), shaped after
-    /// parking_lot's `lock_slow` and `SpinWait` (issue 15, fifth round): while nobody is parked,
+    /// parking_lot's `lock_slow` and `SpinWait`: while nobody is parked,
     /// the quick spin (three backoff rounds, 14 pauses) and the yield phase (seven
     /// `sched_yield`s), each followed by a try; then link, set `PARKED` and park; after each
     /// wake-up the same again. Informed by the kernel and the hold times:
@@ -570,10 +570,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     ///   yields (each gives the CPU to a thread that may not want the lock) but up to 100
     ///   read-only looks at the word, one pause apart, while it stays held with nobody parked,
     ///   as std's futex mutex spins ([`poll_while_held`](Self::poll_while_held)); then a park.
-    ///   Until issue 15's session 9 the thread parked at once there (002's rule for informed
+    ///   Formerly the thread parked at once there (002's rule for informed
     ///   waiting): on 8 threads on 2 CPUs with 0.1 µs holds, 45 K context switches in 3 s
     ///   against std's 3.2 K, for holders that were running nearly always; with the looks,
-    ///   3.6 K. (A quick spin and a yield there, in session 5, took 1.05-1.32x std's time.)
+    ///   3.6 K. (A quick spin and a yield there took 1.05-1.32x std's time.)
     /// - where the lock's last holds were longer than half a park-and-wake (Bellosa's rule), it
     ///   parks without spinning.
     ///
@@ -658,7 +658,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     /// Clears the word (the holder set `LOCKED`) in one swap, as `std`'s futex mutex does (an
-    /// `xchg`, issue 15: the `lock xadd` of a `fetch_sub` was the 1–3 % left between the
+    /// `xchg`: the `lock xadd` of a `fetch_sub` was the 1–3 % left between the
     /// uncontended loop and std's), and, if anything but `LOCKED` was set, puts the marks back
     /// and wakes a parked thread where needed ([`released_marked`](Self::released_marked)).
     #[inline(always)]

@@ -93,7 +93,7 @@ const QUICK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 3 };
 /// pauses (002: the informing bookkeeping is for waits that may need a scheduling decision).
 ///
 /// The first try comes after two pauses, not at once: the caller's compare-and-swap has just
-/// failed, and every look at the lock word takes its cache line from the holder (issue 15).
+/// failed, and every look at the lock word takes its cache line from the holder.
 ///
 /// Returns `Some(pauses)` when `try_acquire()` succeeded (`pauses` pause instructions spent),
 /// `None` when the spin ran out.
@@ -127,7 +127,7 @@ const GREEN_OFF_LINE_NS: u64 = 500;
 /// `try_acquire()` succeeded (for a green thread counted in pauses, not read from the clock),
 /// `None` when the phase ran out.
 ///
-/// Why (issue 15, after parking_lot's `SpinWait`): two threads that take a lock every few tens
+/// Why (after parking_lot's `SpinWait`): two threads that take a lock every few tens
 /// of nanoseconds move its cache line between the cores at every acquisition when the waiter
 /// keeps polling; a round off the line lets the holder's thread run several acquisitions in a
 /// row with the line in its cache, and the waiter pays no park and the releaser no wake-up.
@@ -177,7 +177,7 @@ pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> 
         crate::sync::os_yield();
         if try_acquire() {
             // One clock read per phase that succeeds, none per yield: a phase that runs out
-            // (and parks) reads the clock once (issue 15, sixth round: the per-yield reads
+            // (and parks) reads the clock once (the per-yield reads
             // were 2 % of a two-thread loop's samples).
             return Some(stats::now_ns().saturating_sub(start));
         }

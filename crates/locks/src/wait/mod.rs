@@ -242,7 +242,7 @@ impl LockMeta {
     /// not informed, or the thread is a green thread (the runtime schedules those).
     ///
     /// Why the door takes the lock itself rather than letting the thread queue once it sees the
-    /// lock free (issue 15, session 10): every thread looking at the door saw the lock free at
+    /// lock free: every thread looking at the door saw the lock free at
     /// the same release and took a ticket; all but one found themselves queued behind it, parked
     /// (an oversubscribed waiter that is not next in line parks at once), and the lock stayed
     /// taken until each was woken and ran, long enough that the next arrivals' looks ran out
@@ -319,10 +319,10 @@ impl LockMeta {
     /// `admit()` says the release left the lock free, one thread from the crowd door
     /// ([`admit_one`](Self::admit_one)). One guard section instead of one per key: on 8 threads
     /// on 2 CPUs the crowd door keeps threads parked, so a release finds waiters nearly every
-    /// time (issue 15, session 8).
+    /// time.
     ///
     /// A release that hands the lock to a queued successor admits nobody: the lock stays
-    /// taken, and the admitted thread would find it so and park again (issue 15, session 9: an
+    /// taken, and the admitted thread would find it so and park again (an
     /// array lock's release woke a door thread at every hand-over, 51 K futex parks in 3 s
     /// where the ticket lock made 3 K). The crowd's wake-up is not lost: the successor's own
     /// release (or the last one of the chain) leaves the lock free and admits. `admit` is
@@ -508,7 +508,7 @@ impl HeldToken {
 
     /// Whether the release has nothing to do besides the algorithm's own (no class to restore,
     /// no hold to time): one `or` and one branch on the two words, so that an uncontended
-    /// release tests the token once (issue 15, fifth round).
+    /// release tests the token once.
     #[inline(always)]
     pub(crate) fn is_bare(&self) -> bool {
         (self.cell as usize as u64 | self.stamp) == 0

@@ -1,4 +1,4 @@
-//! Adaptive control of the worker count (issue 12): 003's Thread Reinforcer run online, 003's
+//! Adaptive control of the worker count: 003's Thread Reinforcer run online, 003's
 //! FaithFul scaling factor and 004 §3.3.2's advice for a shared machine.
 //!
 //! - `controller.rs`: the decisions, a pure state machine fed one profile per interval, with

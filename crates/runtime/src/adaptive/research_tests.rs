@@ -1,5 +1,5 @@
 //! Scripted profiles for the re-search around the settled count, the noise-tolerant phase
-//! watch, and the sharing cap where the program reports progress (issue 12's second round).
+//! watch, and the sharing cap where the program reports progress.
 
 use super::tests::{
     controller, counts, decided, quiet, run_until_settled, settled_with_progress, shared_machine,

@@ -1,4 +1,4 @@
-//! The end of a search, where the program reports progress (issue 12's fourth round; the
+//! The end of a search, where the program reports progress (the
 //! rules are in [`Thresholds`](super::Thresholds)' docs, "Noise" and "Large ranges"): a measurement too close to
 //! call within the measured noise goes on; on a large range the counts between the best and
 //! its measured neighbours are tried after the climb stops; and a count this search measured

@@ -1,4 +1,4 @@
-//! The search on a model (issue 12's fourth round): the pure controller fed synthetic intervals
+//! The search on a model : the pure controller fed synthetic intervals
 //! generated from a throughput curve over active workers, with seeded multiplicative noise per
 //! interval, on ranges from 1..=2 (this machine) to 1..=64. There is no machine with more than
 //! 2 CPUs to measure on; this is where large ranges are shown.

@@ -1,4 +1,4 @@
-//! Where a green thread runs (issue 10 B): the runtime's own rule for a wake-up that names no
+//! Where a green thread runs: the runtime's own rule for a wake-up that names no
 //! worker ([`Placement::Anywhere`](footprint_locks::Placement)), and the placement hints that
 //! programs give through [`GreenBuilder`](crate::GreenBuilder) and while running.
 //!
@@ -143,7 +143,7 @@ fn to_injector(shared: &Shared, task: Arc<Task>) {
 /// Queues `task` on `route` (`Local` needs `here`).
 pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route, task: Arc<Task>) {
     match (route, here) {
-        // adaptive (issue 12): a worker above the active limit hands wake-ups on (its own
+        // adaptive: a worker above the active limit hands wake-ups on (its own
         // threads go to the injector when it rests).
         (Route::Local, Some(w)) if w.index >= shared.active_limit() => to_injector(shared, task),
         // Another thread waits here already and a worker idles: where it can take this one.
@@ -154,7 +154,7 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
         (Route::Local, Some(w)) => unsafe { (*w.ready.get()).push_woken(Job::Task(task)) },
         (Route::Local, None) => unreachable!("a local route needs a worker"),
-        // adaptive (issue 12): a worker above the active limit runs nothing it could hand on,
+        // adaptive: a worker above the active limit runs nothing it could hand on,
         // so a wake-up placed there (its last worker, say) goes to the injector instead.
         (Route::Inbox(w), _) if w >= shared.active_limit() => to_injector(shared, task),
         (Route::Inbox(w), _) => {

@@ -1,4 +1,4 @@
-//! The runtime-wide placement state (issue 10 B): the data-fragment batcher (001) and the
+//! The runtime-wide placement state: the data-fragment batcher (001) and the
 //! counters behind [`PlacementStats`]. Plain data; the decisions that use it live in
 //! `placement/mod.rs`.
 
