@@ -44,6 +44,9 @@ where
                     break;
                 };
                 sink.consume(claim.items);
+                // A chunk is a switch point for bandwidth control: an unreserved loop beside a
+                // reserved thread that falls behind is slowed here, chunk by chunk.
+                footprint_runtime::bandwidth::checkpoint();
             }
             finish(sink);
         }));

@@ -83,6 +83,8 @@ pub struct GreenBuilder {
     stack_size: Option<usize>,
     // placement (issue 10 B)
     hints: crate::task::PlacementHints,
+    /// Bytes of memory traffic per run (`traffic`).
+    traffic: Option<u64>,
 }
 
 impl GreenBuilder {
@@ -161,6 +163,26 @@ impl GreenBuilder {
         self
     }
 
+    /// Declares the thread's memory traffic: about `bytes_per_run` bytes each time it runs
+    /// (from a start or resume to its next yield, park or end). Where no hardware counter or
+    /// resctrl group measures traffic, bandwidth control counts this (see
+    /// [`bandwidth`](crate::bandwidth)); a streaming thread beside a reserved one is throttled
+    /// by it.
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let h = GreenBuilder::new().traffic(4096).spawn(|| footprint_runtime::yield_now());
+    ///     h.unwrap().join().unwrap();
+    /// });
+    /// assert_eq!(rt.stats().bandwidth.declared_bytes, 2 * 4096); // two runs
+    /// ```
+    pub fn traffic(mut self, bytes_per_run: u64) -> GreenBuilder {
+        self.traffic = Some(bytes_per_run);
+        self
+    }
+
     /// Spawns it on the current runtime (the global one outside any runtime).
     ///
     /// Errors: [`Error::StackTooSmall`], [`Error::EmptyFragment`] (a fragment hint of 0 bytes).
@@ -184,6 +206,14 @@ impl GreenBuilder {
         T: Send + 'static,
     {
         let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
-        spawn_current(f, self.name, self.stack_size, hints)
+        match self.traffic {
+            None => spawn_current(f, self.name, self.stack_size, hints),
+            Some(bytes) => spawn_current(
+                crate::bandwidth::with_declared_traffic(bytes, f),
+                self.name,
+                self.stack_size,
+                hints,
+            ),
+        }
     }
 }

@@ -34,8 +34,15 @@ pub fn yield_now() {
     if t.is_null() {
         std::thread::yield_now();
     } else {
+        if crate::bandwidth::engaged() {
+            // The throttle's switch point: charge the run, serve a delay it owes.
+            crate::bandwidth::before_yield();
+        }
         // SAFETY: t is the running green thread of this OS thread.
         unsafe { suspend(t, Reason::Yield) }
+        if crate::bandwidth::engaged() {
+            crate::bandwidth::after_resume();
+        }
     }
 }
 
@@ -51,7 +58,14 @@ pub(crate) fn park_current() {
         if (*t).park.take_permit() {
             return;
         }
+        let bw = crate::bandwidth::engaged();
+        if bw {
+            crate::bandwidth::before_park();
+        }
         suspend(t, Reason::Park);
+        if bw {
+            crate::bandwidth::after_resume();
+        }
     }
 }
 

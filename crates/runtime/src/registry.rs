@@ -127,6 +127,8 @@ pub(crate) struct Shared {
     // the controller's state when `Builder::adaptive_workers` is on.
     pub(crate) active: CachePadded<AtomicUsize>,
     pub(crate) adaptive: Option<crate::adaptive::state::AdaptiveState>,
+    /// Memory-bandwidth reservations and throttling (`bandwidth/`).
+    pub(crate) bandwidth: Arc<crate::bandwidth::BandwidthState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the

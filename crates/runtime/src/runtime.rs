@@ -268,6 +268,11 @@ impl Builder {
             .enumerate()
             .map(|(i, (d, t))| WorkerShared::new(d.stealer(), self.pin.then_some(worker_cpu[i]), t))
             .collect();
+        let bandwidth = Arc::new(crate::bandwidth::BandwidthState::new(
+            n,
+            counters.source.is_some(),
+            &counters.describe,
+        ));
         let shared = Arc::new(Shared {
             workers,
             injector: Injector::new(),
@@ -307,6 +312,7 @@ impl Builder {
                 .adaptive
                 .as_ref()
                 .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
+            bandwidth,
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;

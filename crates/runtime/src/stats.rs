@@ -218,6 +218,9 @@ pub struct RuntimeStats {
     /// The adaptive controller's state and last decisions (`None` unless built with
     /// [`Builder::adaptive_workers`](crate::Builder::adaptive_workers)).
     pub adaptive: Option<crate::AdaptiveStats>,
+    /// Memory-bandwidth control: the traffic source in force (hardware, resctrl, declared, or
+    /// none and why), reservations, the throttle and its delays.
+    pub bandwidth: crate::bandwidth::BandwidthStats,
 }
 
 impl RuntimeStats {
@@ -242,6 +245,7 @@ impl RuntimeStats {
             s.steals += ws.steals();
             s.workers.push(ws);
         }
+        s.bandwidth = sh.bandwidth.stats(&sh.counters.describe);
         s.adaptive = sh
             .adaptive
             .as_ref()
@@ -308,7 +312,7 @@ impl fmt::Display for RuntimeStats {
         if let Some(a) = &self.adaptive {
             write!(f, "  {a}")?;
         }
-        Ok(())
+        write!(f, "  {}", self.bandwidth)
     }
 }
 
