@@ -38,8 +38,9 @@ impl MachineId {
 /// How a calibration is made.
 #[derive(Clone, Debug)]
 pub struct CalibrateOptions {
-    /// Bytes of each of a thread's two arrays (source and destination); well above the
-    /// last-level cache, so that the copy runs from memory.
+    /// Bytes of each of a thread's two arrays (source and destination); by default
+    /// [`default_array_bytes`], above the last-level cache, so that the copy runs from memory.
+    /// The cache file records it: a calibration with other arrays is measured again.
     pub array_bytes: usize,
     /// Timed copies per thread count (the best one counts, as STREAM reports).
     pub repeats: usize,
@@ -49,10 +50,35 @@ pub struct CalibrateOptions {
     pub cache_file: Option<PathBuf>,
 }
 
+/// Twice the last-level cache (from sysfs), at least 32 MiB and at most 256 MiB: STREAM asks
+/// for arrays well above the caches, and the cap keeps a calibration of a machine with a huge
+/// shared cache to about a second and 512 MiB per thread.
+pub fn default_array_bytes() -> usize {
+    let llc = (0..8)
+        .filter_map(|i| {
+            fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size")).ok()
+        })
+        .filter_map(|s| parse_size(s.trim()))
+        .max()
+        .unwrap_or(0);
+    (2 * llc).clamp(32 << 20, 256 << 20)
+}
+
+/// `"260M"`, `"4096K"`, `"32768"` (bytes) as sysfs writes cache sizes.
+fn parse_size(s: &str) -> Option<usize> {
+    let (num, mult) = match s.as_bytes().last()? {
+        b'K' => (&s[..s.len() - 1], 1 << 10),
+        b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<usize>().ok()?.checked_mul(mult)
+}
+
 impl Default for CalibrateOptions {
     fn default() -> Self {
         CalibrateOptions {
-            array_bytes: 32 << 20,
+            array_bytes: default_array_bytes(),
             repeats: 5,
             machine: MachineId::current(),
             cache_file: default_cache_file(),
@@ -187,7 +213,7 @@ pub fn calibrate() -> Result<Calibration, CalibrateError> {
 /// [`calibrate`] with explicit options.
 pub fn calibrate_with(opts: &CalibrateOptions) -> Result<Calibration, CalibrateError> {
     if let Some(path) = &opts.cache_file {
-        if let Some(rates) = read_cache(path, &opts.machine) {
+        if let Some(rates) = read_cache(path, &opts.machine, opts.array_bytes) {
             return Ok(Calibration {
                 machine: opts.machine.clone(),
                 total_rates: rates,
@@ -200,7 +226,7 @@ pub fn calibrate_with(opts: &CalibrateOptions) -> Result<Calibration, CalibrateE
         None => {
             CacheState::NotStored("no cache directory (neither XDG_CACHE_HOME nor HOME)".into())
         }
-        Some(path) => match write_cache(path, &opts.machine, &total_rates) {
+        Some(path) => match write_cache(path, &opts.machine, opts.array_bytes, &total_rates) {
             Ok(()) => CacheState::Stored(path.clone()),
             Err(e) => CacheState::NotStored(format!("{}: {e}", path.display())),
         },
@@ -269,16 +295,18 @@ fn copy(a: &[f64], b: &mut [f64]) {
     }
 }
 
-fn read_cache(path: &Path, machine: &MachineId) -> Option<Vec<f64>> {
+fn read_cache(path: &Path, machine: &MachineId, array_bytes: usize) -> Option<Vec<f64>> {
     let text = fs::read_to_string(path).ok()?;
     let mut model = None;
     let mut cpus = None;
+    let mut array = None;
     let mut rates = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let (k, v) = line.split_once('=')?;
         match k {
             "cpu_model" => model = Some(v.to_string()),
             "cpus" => cpus = v.parse::<usize>().ok(),
+            "array_bytes" => array = v.parse::<usize>().ok(),
             "total_rates" => {
                 for r in v.split(',') {
                     rates.push(
@@ -293,17 +321,23 @@ fn read_cache(path: &Path, machine: &MachineId) -> Option<Vec<f64>> {
     }
     let ok = model.as_deref() == Some(machine.cpu_model.as_str())
         && cpus == Some(machine.cpus)
+        && array == Some(array_bytes)
         && rates.len() == machine.cpus;
     ok.then_some(rates)
 }
 
-fn write_cache(path: &Path, machine: &MachineId, rates: &[f64]) -> std::io::Result<()> {
+fn write_cache(
+    path: &Path,
+    machine: &MachineId,
+    array_bytes: usize,
+    rates: &[f64],
+) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
     let rates: Vec<String> = rates.iter().map(|r| format!("{r:.0}")).collect();
     let text = format!(
-        "# footprint bandwidth calibration: STREAM-like copy, bytes/s with 1..cpus threads\ncpu_model={}\ncpus={}\ntotal_rates={}\n",
+        "# footprint bandwidth calibration: STREAM-like copy, bytes/s with 1..cpus threads\ncpu_model={}\ncpus={}\narray_bytes={array_bytes}\ntotal_rates={}\n",
         machine.cpu_model.replace('\n', " "),
         machine.cpus,
         rates.join(",")
@@ -351,6 +385,12 @@ mod tests {
         // Another CPU model, then another CPU count: measured again.
         let other = calibrate_with(&opts("inval", "Model B", 2)).unwrap();
         assert_eq!(other.cache, CacheState::Stored(path.clone()));
+        let mut bigger = opts("inval", "Model B", 2);
+        bigger.array_bytes *= 2;
+        assert_eq!(
+            calibrate_with(&bigger).unwrap().cache,
+            CacheState::Stored(path.clone())
+        );
         let fewer = calibrate_with(&opts("inval", "Model B", 1)).unwrap();
         assert_eq!(fewer.cache, CacheState::Stored(path.clone()));
         assert_eq!(fewer.total_rates.len(), 1);
@@ -363,7 +403,11 @@ mod tests {
         let o = opts("damaged", "M", 1);
         let path = o.cache_file.clone().unwrap();
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, "cpu_model=M\ncpus=1\ntotal_rates=nan\n").unwrap();
+        fs::write(
+            &path,
+            "cpu_model=M\ncpus=1\narray_bytes=65536\ntotal_rates=nan\n",
+        )
+        .unwrap();
         assert_eq!(
             calibrate_with(&o).unwrap().cache,
             CacheState::Stored(path.clone())
@@ -374,6 +418,16 @@ mod tests {
             CacheState::Stored(path.clone())
         );
         fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn sysfs_sizes_parse() {
+        assert_eq!(parse_size("260M"), Some(260 << 20));
+        assert_eq!(parse_size("48K"), Some(48 << 10));
+        assert_eq!(parse_size("1024"), Some(1024));
+        assert_eq!(parse_size("x"), None);
+        let d = default_array_bytes();
+        assert!((32 << 20..=256 << 20).contains(&d), "{d}");
     }
 
     #[test]

@@ -34,8 +34,8 @@ mod throttle;
 pub use admission::{Admission, AdmissionError, Capacity, GrantId, MAX_REQUEST_SHARE};
 pub use bucket::TokenBucket;
 pub use calibrate::{
-    calibrate, calibrate_with, default_cache_file, measure, CacheState, CalibrateError,
-    CalibrateOptions, Calibration, MachineId,
+    calibrate, calibrate_with, default_array_bytes, default_cache_file, measure, CacheState,
+    CalibrateError, CalibrateOptions, Calibration, MachineId,
 };
 pub use source::{resctrl, TrafficSource};
 pub use throttle::{ReservedSample, Throttle, ThrottleConfig, ThrottleController};

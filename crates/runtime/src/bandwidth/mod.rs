@@ -46,8 +46,9 @@ pub(crate) use state::BandwidthState;
 pub use stats::BandwidthStats;
 
 pub use footprint_bandwidth::{
-    calibrate, calibrate_with, resctrl, AdmissionError, CacheState, CalibrateError,
-    CalibrateOptions, Calibration, Capacity, MachineId, ThrottleConfig, TrafficSource,
+    calibrate, calibrate_with, default_array_bytes, default_cache_file, resctrl, AdmissionError,
+    CacheState, CalibrateError, CalibrateOptions, Calibration, Capacity, MachineId, ThrottleConfig,
+    TrafficSource,
 };
 
 use crate::context;
