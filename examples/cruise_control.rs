@@ -181,20 +181,20 @@ fn run_mode(
     streams: &mut Vec<Stream>,
     deadline: Duration,
     throttle: bool,
-) -> Result<ModeResult, String> {
+) -> Result<Result<ModeResult, String>, String> {
     let before = rt.stats().bandwidth;
     let need = grid.bytes() as f64 / (0.8 * deadline.as_secs_f64());
     let stop = Arc::new(AtomicBool::new(false));
     let copied = Arc::new(AtomicU64::new(0));
     let step_bytes = grid.bytes();
     let t0 = Instant::now();
-    let (latencies, dropped, returned) = rt.block_on(|| -> Result<_, String> {
+    let run = rt.block_on(|| -> Result<_, String> {
         // Reserved before the streamers start, so that a refusal leaves nothing running.
         let reservation = if throttle {
-            Some(
-                rt.reserve_bandwidth(need)
-                    .map_err(|e| format!("reserving {:.0} MB/s: {e}", need / 1e6))?,
-            )
+            match rt.reserve_bandwidth(need) {
+                Ok(r) => Some(r),
+                Err(e) => return Ok(Err(format!("reserving {:.0} MB/s: {e}", need / 1e6))),
+            }
         } else {
             None
         };
@@ -233,12 +233,16 @@ fn run_mode(
             .into_iter()
             .map(|h| h.join().map_err(|_| "a streamer panicked".to_string()))
             .collect::<Result<_, _>>()?;
-        Ok((lat, dropped, back))
+        Ok(Ok((lat, dropped, back)))
     })?;
+    let (latencies, dropped, returned) = match run {
+        Ok(r) => r,
+        Err(refused) => return Ok(Err(refused)),
+    };
     let wall = t0.elapsed();
     *streams = returned;
     let after = rt.stats().bandwidth;
-    Ok(ModeResult {
+    Ok(Ok(ModeResult {
         throttle,
         missed: latencies.iter().filter(|l| **l > deadline).count() + dropped,
         dropped,
@@ -249,7 +253,7 @@ fn run_mode(
         delay_time: after.delay_time - before.delay_time,
         behind: after.behind_intervals - before.behind_intervals,
         source: after.source.to_string(),
-    })
+    }))
 }
 
 fn svg(results: &[ModeResult], deadline: Duration) -> String {
@@ -404,7 +408,9 @@ fn main() -> ExitCode {
     for round in 0..o.rounds {
         for throttle in [false, true] {
             match run_mode(&rt, &o, &mut grid, &mut streams, deadline, throttle) {
-                Ok(r) => results.push((round, r)),
+                Ok(Ok(r)) => results.push((round, r)),
+                // The admission's refusal is a result too: printed, and the mode skipped.
+                Ok(Err(refused)) => println!("round {round}, throttling on: {refused}; skipped"),
                 Err(e) => {
                     eprintln!("cruise_control: {e}");
                     return ExitCode::FAILURE;
