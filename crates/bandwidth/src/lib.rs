@@ -20,7 +20,7 @@
 //! let behind = footprint_bandwidth::ReservedSample {
 //!     reserved: 61e6, bytes: 40_000, run_time: std::time::Duration::from_millis(1),
 //! };
-//! let t = ctl.update(5_000_000, adm.free_bandwidth(), &[behind]);
+//! let t = ctl.update(5_000_000, adm.free_bandwidth(), 200e6, &[behind]);
 //! assert!(matches!(t, Throttle::Engaged { .. }));
 //! # Ok::<(), footprint_bandwidth::AdmissionError>(())
 //! ```

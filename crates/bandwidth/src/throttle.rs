@@ -9,10 +9,11 @@
 //!
 //! - an interval in which some reserved thread moved fewer bytes per second of its own running
 //!   time than it reserved is *behind*;
-//! - the first behind interval engages the limit at the admission's free bandwidth (factor 1);
-//!   each further behind interval halves the factor (down to `min_factor`), each interval on
-//!   rate raises it by `increase` (up to 1);
-//! - after `release_after` without a behind interval, at factor 1, the limit is released.
+//! - each behind interval sets the unreserved threads' total to `decrease` × the lesser of the
+//!   admission's free bandwidth and what they moved in that interval (never above the total in
+//!   force, never below `min_factor` × the free bandwidth): the faucet closes from where it is;
+//! - each interval on rate opens it by `increase` (up to the free bandwidth); after
+//!   `release_after` without a behind interval, fully open, the limit is released.
 //!
 //! The per-thread limit is the engaged total divided by the unreserved threads that moved
 //! bytes in the interval, so that their sum stays within it however they share the CPUs.
@@ -76,7 +77,7 @@ pub enum Throttle {
     Engaged {
         /// Bytes per second for all unreserved threads together.
         total: f64,
-        /// The factor of the free bandwidth in force.
+        /// The total as a share of the admission's free bandwidth.
         factor: f64,
     },
 }
@@ -100,14 +101,15 @@ impl Throttle {
 /// let ms = Duration::from_millis(1);
 /// let behind = ReservedSample { reserved: 100e6, bytes: 50_000, run_time: ms }; // 50 MB/s
 /// let on_rate = ReservedSample { reserved: 100e6, bytes: 150_000, run_time: ms };
-/// assert_eq!(c.update(0, 300e6, &[on_rate]), Throttle::Released);
-/// assert_eq!(c.update(5_000_000, 300e6, &[behind]), Throttle::Engaged { total: 300e6, factor: 1.0 });
-/// assert_eq!(c.update(10_000_000, 300e6, &[behind]), Throttle::Engaged { total: 150e6, factor: 0.5 });
+/// // Free bandwidth 300 MB/s; the unreserved threads moved 200 MB/s in each interval.
+/// assert_eq!(c.update(0, 300e6, 200e6, &[on_rate]), Throttle::Released);
+/// assert_eq!(c.update(5_000_000, 300e6, 200e6, &[behind]).per_thread(1), Some(100e6));
+/// assert_eq!(c.update(10_000_000, 300e6, 100e6, &[behind]).per_thread(2), Some(25e6));
 /// ```
 #[derive(Clone, Debug)]
 pub struct ThrottleController {
     cfg: ThrottleConfig,
-    factor: Option<f64>,
+    total: Option<f64>,
     last_behind_ns: u64,
     behind_intervals: u64,
     intervals: u64,
@@ -118,7 +120,7 @@ impl ThrottleController {
     pub fn new(cfg: ThrottleConfig) -> ThrottleController {
         ThrottleController {
             cfg,
-            factor: None,
+            total: None,
             last_behind_ns: 0,
             behind_intervals: 0,
             intervals: 0,
@@ -136,28 +138,35 @@ impl ThrottleController {
     }
 
     /// The decision for the interval that ends at `now_ns`, given the admission's free
-    /// bandwidth and what each reservation achieved in it.
+    /// bandwidth, what the unreserved threads moved per second in the interval, and what each
+    /// reservation achieved in it.
     pub fn update(
         &mut self,
         now_ns: u64,
         free_bandwidth: f64,
+        unreserved_rate: f64,
         samples: &[ReservedSample],
     ) -> Throttle {
         self.intervals += 1;
-        let behind = samples.iter().any(ReservedSample::behind);
-        if behind {
+        let free = free_bandwidth.max(0.0);
+        let floor = free * self.cfg.min_factor;
+        if samples.iter().any(ReservedSample::behind) {
             self.behind_intervals += 1;
             self.last_behind_ns = now_ns;
-            self.factor = Some(match self.factor {
-                None => 1.0,
-                Some(f) => (f * self.cfg.decrease).max(self.cfg.min_factor),
-            });
-        } else if let Some(f) = self.factor {
-            let quiet = now_ns.saturating_sub(self.last_behind_ns);
-            if f >= 1.0 && quiet >= self.cfg.release_after.as_nanos() as u64 {
-                self.factor = None;
+            let moved = if unreserved_rate.is_finite() {
+                unreserved_rate.max(0.0)
             } else {
-                self.factor = Some((f * self.cfg.increase).min(1.0));
+                free
+            };
+            let closed = free.min(moved) * self.cfg.decrease;
+            let total = self.total.map_or(closed, |t| t.min(closed));
+            self.total = Some(total.max(floor));
+        } else if let Some(t) = self.total {
+            let quiet = now_ns.saturating_sub(self.last_behind_ns);
+            if t >= free && quiet >= self.cfg.release_after.as_nanos() as u64 {
+                self.total = None;
+            } else {
+                self.total = Some((t * self.cfg.increase).max(floor).min(free));
             }
         }
         self.current(free_bandwidth)
@@ -165,11 +174,15 @@ impl ThrottleController {
 
     /// The decision in force, for a free bandwidth of `free_bandwidth`.
     pub fn current(&self, free_bandwidth: f64) -> Throttle {
-        match self.factor {
+        match self.total {
             None => Throttle::Released,
-            Some(factor) => Throttle::Engaged {
-                total: free_bandwidth.max(0.0) * factor,
-                factor,
+            Some(total) => Throttle::Engaged {
+                total,
+                factor: if free_bandwidth > 0.0 {
+                    total / free_bandwidth
+                } else {
+                    0.0
+                },
             },
         }
     }
@@ -189,9 +202,10 @@ mod tests {
         }
     }
 
-    /// Scripted traffic: a reserved thread behind for 3 intervals, then on rate. The limit
-    /// engages at the free bandwidth, halves twice, climbs back, and is released only after
-    /// `release_after` of quiet at factor 1.
+    /// Scripted traffic: a reserved thread behind for 3 intervals while the unreserved threads
+    /// move 160 MB/s, then on rate. The limit closes from what they moved (80, 40, 20 MB/s),
+    /// opens by 10 % per interval up to the free bandwidth, and is released only after
+    /// `release_after` of quiet, fully open.
     #[test]
     fn engages_tightens_recovers_and_releases() {
         let cfg = ThrottleConfig {
@@ -201,25 +215,42 @@ mod tests {
         let mut c = ThrottleController::new(cfg);
         let free = 200e6;
         let mut t = 0;
-        let mut step = |c: &mut ThrottleController, mb: f64| {
+        // `moved`: what the unreserved threads moved (they move what they are allowed).
+        let mut step = |c: &mut ThrottleController, mb: f64, moved: f64| {
             t += 5 * MS;
-            c.update(t, free, &[sample(mb)])
+            c.update(t, free, moved, &[sample(mb)])
         };
-        assert_eq!(step(&mut c, 150.0), Throttle::Released);
-        assert_eq!(step(&mut c, 80.0).per_thread(2), Some(100e6));
-        assert_eq!(step(&mut c, 80.0).per_thread(1), Some(100e6));
-        assert_eq!(step(&mut c, 80.0).per_thread(1), Some(50e6));
+        assert_eq!(step(&mut c, 150.0, 160e6), Throttle::Released);
+        assert_eq!(step(&mut c, 80.0, 160e6).per_thread(2), Some(40e6));
+        assert_eq!(step(&mut c, 80.0, 80e6).per_thread(1), Some(40e6));
+        assert_eq!(step(&mut c, 80.0, 40e6).per_thread(1), Some(20e6));
         let mut released_at = None;
         for i in 0..200 {
-            if step(&mut c, 120.0) == Throttle::Released {
+            if step(&mut c, 120.0, 20e6) == Throttle::Released {
                 released_at = Some(i);
                 break;
             }
         }
-        // 1.1^k ≥ 4 after 15 intervals; then 50 ms of quiet at factor 1 counted from the last
-        // behind interval (already past by then).
-        assert_eq!(released_at, Some(15));
-        assert_eq!(c.counts(), (20, 3));
+        // 20 · 1.1^k ≥ 200 after 25 intervals; released at the next one (the last behind
+        // interval is long past).
+        assert_eq!(released_at, Some(25));
+        assert_eq!(c.counts(), (30, 3));
+    }
+
+    /// What the unreserved threads move bounds the limit: a limit far above their rate would
+    /// not slow them at all.
+    #[test]
+    fn the_limit_closes_from_the_measured_rate_not_the_free_bandwidth() {
+        let mut c = ThrottleController::new(ThrottleConfig::default());
+        let t = c.update(MS, 10e9, 1e9, &[sample(1.0)]);
+        assert_eq!(t.per_thread(1), Some(0.5e9));
+        // Nothing measured (infinite rate: unknown): from the free bandwidth.
+        let mut c = ThrottleController::new(ThrottleConfig::default());
+        assert_eq!(
+            c.update(MS, 10e9, f64::INFINITY, &[sample(1.0)])
+                .per_thread(1),
+            Some(5e9)
+        );
     }
 
     #[test]
@@ -231,16 +262,18 @@ mod tests {
         };
         assert!(!idle.behind());
         let mut c = ThrottleController::new(ThrottleConfig::default());
-        assert_eq!(c.update(MS, 1e9, &[idle]), Throttle::Released);
-        assert_eq!(c.update(2 * MS, 1e9, &[]), Throttle::Released);
+        assert_eq!(c.update(MS, 1e9, 1e9, &[idle]), Throttle::Released);
+        assert_eq!(c.update(2 * MS, 1e9, 1e9, &[]), Throttle::Released);
     }
 
     #[test]
     fn the_factor_floor_holds() {
         let mut c = ThrottleController::new(ThrottleConfig::default());
         let mut last = Throttle::Released;
+        let mut moved = 256e6;
         for i in 1..100 {
-            last = c.update(i * MS, 256e6, &[sample(1.0)]);
+            last = c.update(i * MS, 256e6, moved, &[sample(1.0)]);
+            moved = last.per_thread(1).unwrap();
         }
         assert_eq!(
             last,

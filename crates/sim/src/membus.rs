@@ -187,6 +187,13 @@ impl Sim<'_> {
     /// The controller's decision at the end of an interval, from what the reserved threads
     /// moved in it (each ran the whole interval: it has its CPU to itself).
     fn decide(&mut self, c: &mut Control, now: f64, interval_ns: f64) -> Throttle {
+        let unreserved_bytes: u64 = self
+            .cpus
+            .iter()
+            .filter(|c| c.role == Role::Streamer)
+            .map(|c| c.interval_lines * LINE_BYTES)
+            .sum();
+        let unreserved_rate = unreserved_bytes as f64 / (interval_ns * 1e-9);
         let samples: Vec<ReservedSample> = self
             .cpus
             .iter_mut()
@@ -205,8 +212,12 @@ impl Sim<'_> {
                 }
             })
             .collect();
-        c.controller
-            .update(now as u64, c.admission.free_bandwidth(), &samples)
+        c.controller.update(
+            now as u64,
+            c.admission.free_bandwidth(),
+            unreserved_rate,
+            &samples,
+        )
     }
 }
 

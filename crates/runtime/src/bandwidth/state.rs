@@ -87,6 +87,9 @@ pub(crate) struct BandwidthState {
     pub(crate) interval: AtomicU64,
     pub(crate) active_unreserved: AtomicUsize,
     last_active_unreserved: AtomicUsize,
+    /// Bytes the unreserved threads moved since the last decision, and when that was.
+    pub(crate) unreserved_bytes: AtomicU64,
+    last_update_ns: AtomicU64,
     pub(crate) measure: Measure,
     resctrl_groups: Vec<WorkerGroup>,
     resctrl_error: Mutex<Option<String>>,
@@ -122,6 +125,8 @@ impl BandwidthState {
             interval: AtomicU64::new(0),
             active_unreserved: AtomicUsize::new(0),
             last_active_unreserved: AtomicUsize::new(0),
+            unreserved_bytes: AtomicU64::new(0),
+            last_update_ns: AtomicU64::new(0),
             resctrl_groups: (0..workers).map(|_| Mutex::new(None)).collect(),
             measure,
             resctrl_error: Mutex::new(None),
@@ -167,7 +172,13 @@ impl BandwidthState {
 
     pub(crate) fn release(&self, grant: footprint_bandwidth::GrantId, m: &Arc<ReservedMeter>) {
         m.released.store(true, Ordering::Release);
-        lock(&self.meters).retain(|x| !Arc::ptr_eq(x, m));
+        let mut meters = lock(&self.meters);
+        meters.retain(|x| !Arc::ptr_eq(x, m));
+        if meters.is_empty() {
+            // Nothing left to protect: unthrottled at once, not at the next decision.
+            self.limit_bits.store(UNLIMITED, Ordering::Relaxed);
+        }
+        drop(meters);
         if let Some(a) = lock(&self.admission).as_mut() {
             a.release(grant);
         }
@@ -196,6 +207,9 @@ impl BandwidthState {
         }
         let interval = ctl.config().interval.as_nanos() as u64;
         self.next_update_ns.store(now + interval, Ordering::Relaxed);
+        let elapsed = now.saturating_sub(self.last_update_ns.swap(now, Ordering::Relaxed));
+        let moved = self.unreserved_bytes.swap(0, Ordering::Relaxed) as f64;
+        let unreserved_rate = moved / (elapsed.max(1) as f64 * 1e-9);
         let samples: Vec<ReservedSample> = lock(&self.meters)
             .iter()
             .map(|m| ReservedSample {
@@ -212,10 +226,10 @@ impl BandwidthState {
         self.interval.fetch_add(1, Ordering::Relaxed);
         let decision = if samples.is_empty() {
             // No reservation: nothing to protect.
-            ctl.update(now, free, &[]);
+            ctl.update(now, free, unreserved_rate, &[]);
             Throttle::Released
         } else {
-            ctl.update(now, free, &samples)
+            ctl.update(now, free, unreserved_rate, &samples)
         };
         let bits = decision
             .per_thread(active)
@@ -386,20 +400,31 @@ mod tests {
         m.run_ns.store(5 * ms, Ordering::Relaxed);
         s.maybe_update(6 * ms);
         assert_eq!(s.limit(), None);
-        // Interval 2: behind (1 byte in 5 ms); 3 unreserved threads moved bytes.
+        // Interval 2: behind (1 byte in 5 ms); 3 unreserved threads moved 3 MB in the 5 ms
+        // since the last decision (600 MB/s, above the free bandwidth): the limit closes to
+        // half the free bandwidth, split three ways.
         s.active_unreserved.store(3, Ordering::Relaxed);
+        s.unreserved_bytes.store(3_000_000, Ordering::Relaxed);
         s.maybe_update(10 * ms);
         let l = s.limit().expect("engaged");
-        assert!((l - free / 3.0).abs() < 1.0, "{l} vs {}", free / 3.0);
-        // Released reservation: no meter, so the next decision releases the limit.
+        assert!((l - free / 2.0 / 3.0).abs() < 1.0, "{l} vs {}", free / 6.0);
+        // Interval 3: still behind, and they moved only 30 MB/s: closes from that.
+        m.run_ns.store(5 * ms, Ordering::Relaxed);
+        s.active_unreserved.store(1, Ordering::Relaxed);
+        s.unreserved_bytes.store(150_000, Ordering::Relaxed);
+        s.maybe_update(15 * ms);
+        let l = s.limit().expect("engaged");
+        assert!((l - 15e6).abs() < 1.0, "{l}");
+        // Released reservation: no meter left, so unthrottled at once.
         s.release(grant, &m);
         assert!(m.released.load(Ordering::Relaxed));
-        s.maybe_update(15 * ms);
+        assert_eq!(s.limit(), None);
+        s.maybe_update(20 * ms);
         assert_eq!(s.limit(), None);
         let st = s.stats("time only");
         assert_eq!(
             (st.reservations, st.intervals, st.behind_intervals),
-            (0, 3, 1)
+            (0, 4, 2)
         );
     }
 

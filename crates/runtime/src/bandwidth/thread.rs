@@ -106,6 +106,7 @@ fn charge(state: &BandwidthState, bw: &mut ThreadBw, kind: Switch, now: u64) -> 
         bw.reserved = None;
     }
     if bytes > 0 {
+        state.unreserved_bytes.fetch_add(bytes, Ordering::Relaxed);
         let interval = state.interval.load(Ordering::Relaxed) + 1;
         if bw.counted_in != interval {
             bw.counted_in = interval;
