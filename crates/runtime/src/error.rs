@@ -91,7 +91,7 @@ pub enum Error {
     },
     /// A memory-bandwidth reservation or capacity change failed (see
     /// [`Runtime::reserve_bandwidth`](crate::Runtime::reserve_bandwidth)).
-    Bandwidth(crate::bandwidth::BandwidthError),
+    Bandwidth(crate::bandwidth::error::BandwidthError),
 }
 
 impl fmt::Display for Error {

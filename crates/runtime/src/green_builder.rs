@@ -209,7 +209,7 @@ impl GreenBuilder {
         match self.traffic {
             None => spawn_current(f, self.name, self.stack_size, hints),
             Some(bytes) => spawn_current(
-                crate::bandwidth::with_declared_traffic(bytes, f),
+                crate::bandwidth::thread::with_declared_traffic(bytes, f),
                 self.name,
                 self.stack_size,
                 hints,

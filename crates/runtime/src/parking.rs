@@ -6,6 +6,7 @@
 //! hint allows, else into the target worker's inbox (the hint's worker, or by the runtime's own
 //! rule in `placement/`: the thread's last worker, its placement hints).
 
+use crate::bandwidth::thread as bandwidth;
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::job::Job;
 use crate::placement::{self, Route};
@@ -34,14 +35,14 @@ pub fn yield_now() {
     if t.is_null() {
         std::thread::yield_now();
     } else {
-        if crate::bandwidth::engaged() {
+        if bandwidth::engaged() {
             // The throttle's switch point: charge the run, serve a delay it owes.
-            crate::bandwidth::before_yield();
+            serve_throttle(bandwidth::before_yield());
         }
         // SAFETY: t is the running green thread of this OS thread.
         unsafe { suspend(t, Reason::Yield) }
-        if crate::bandwidth::engaged() {
-            crate::bandwidth::after_resume();
+        if bandwidth::engaged() {
+            bandwidth::after_resume();
         }
     }
 }
@@ -58,15 +59,35 @@ pub(crate) fn park_current() {
         if (*t).park.take_permit() {
             return;
         }
-        let bw = crate::bandwidth::engaged();
+        let bw = bandwidth::engaged();
         if bw {
-            crate::bandwidth::before_park();
+            bandwidth::before_park();
         }
         suspend(t, Reason::Park);
         if bw {
-            crate::bandwidth::after_resume();
+            bandwidth::after_resume();
         }
     }
+}
+
+/// Serves a throttle delay of the calling green thread (bandwidth control): it sleeps on the
+/// runtime's timer, parked, so that its worker runs other work meanwhile (or sleeps if there is
+/// none); never a spin.
+#[cold]
+pub(crate) fn serve_throttle(delay: std::time::Duration) {
+    if delay.is_zero() {
+        return;
+    }
+    let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
+        return;
+    };
+    bandwidth::begin_delay(delay);
+    // As `sleep_until`: one timer entry; an earlier (spurious) return parks again.
+    crate::timer::wake_at(deadline, footprint_locks::current_hook().current_unparker());
+    while std::time::Instant::now() < deadline {
+        park_current();
+    }
+    bandwidth::end_delay();
 }
 
 /// Puts a woken green thread on a run queue (called by `Task::unpark_task`): on the worker the

@@ -128,7 +128,7 @@ pub(crate) struct Shared {
     pub(crate) active: CachePadded<AtomicUsize>,
     pub(crate) adaptive: Option<crate::adaptive::state::AdaptiveState>,
     /// Memory-bandwidth reservations and throttling (`bandwidth/`).
-    pub(crate) bandwidth: Arc<crate::bandwidth::BandwidthState>,
+    pub(crate) bandwidth: Arc<crate::bandwidth::state::BandwidthState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the

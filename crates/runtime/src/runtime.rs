@@ -268,7 +268,7 @@ impl Builder {
             .enumerate()
             .map(|(i, (d, t))| WorkerShared::new(d.stealer(), self.pin.then_some(worker_cpu[i]), t))
             .collect();
-        let bandwidth = Arc::new(crate::bandwidth::BandwidthState::new(
+        let bandwidth = Arc::new(crate::bandwidth::state::BandwidthState::new(
             n,
             counters.source.is_some(),
             &counters.describe,

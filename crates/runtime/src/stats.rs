@@ -220,7 +220,7 @@ pub struct RuntimeStats {
     pub adaptive: Option<crate::AdaptiveStats>,
     /// Memory-bandwidth control: the traffic source in force (hardware, resctrl, declared, or
     /// none and why), reservations, the throttle and its delays.
-    pub bandwidth: crate::bandwidth::BandwidthStats,
+    pub bandwidth: crate::bandwidth::stats::BandwidthStats,
 }
 
 impl RuntimeStats {

@@ -38,11 +38,14 @@
 //! # Ok::<(), footprint_runtime::Error>(())
 //! ```
 
-mod state;
-mod stats;
-mod thread;
+// Below the rest of the runtime (registry, stats, error and parking name these modules, never
+// this one): the state and its figures, the error, and the green thread's side.
+pub(crate) mod error;
+pub(crate) mod state;
+pub(crate) mod stats;
+pub(crate) mod thread;
 
-pub(crate) use state::BandwidthState;
+pub use error::BandwidthError;
 pub use stats::BandwidthStats;
 
 pub use footprint_bandwidth::{
@@ -54,81 +57,12 @@ pub use footprint_bandwidth::{
 use crate::context;
 use crate::error::Error;
 use crate::runtime::Runtime;
+use state::BandwidthState;
 use state::{now_ns, ReservedMeter};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use thread::{Switch, THREAD_BW};
-
-/// Set once any program in the process uses bandwidth control; until then the switch points
-/// skip it.
-static ENGAGED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the switch points must run the bandwidth hooks.
-#[inline(always)]
-pub(crate) fn engaged() -> bool {
-    ENGAGED.load(Ordering::Relaxed)
-}
-
-fn engage() {
-    if !ENGAGED.load(Ordering::Relaxed) {
-        ENGAGED.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The hook before a yield: charges the run, and serves its throttle delay (if any) before
-/// the thread yields.
-#[cold]
-pub(crate) fn before_yield() {
-    thread::serve_delay(thread::before_switch(Switch::MayDelay));
-}
-
-/// The hook before a park: charges the run (no delay at a park).
-#[cold]
-pub(crate) fn before_park() {
-    thread::before_switch(Switch::Park);
-}
-
-/// The hook after the thread resumed from a yield or a park.
-#[cold]
-pub(crate) fn after_resume() {
-    thread::after_switch();
-}
-
-/// Why a bandwidth call failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum BandwidthError {
-    /// The admission rules refused the reservation (the error says what is left).
-    Refused(AdmissionError),
-    /// The machine's bandwidth could not be calibrated.
-    Calibration(CalibrateError),
-    /// The capacity cannot change while reservations are granted.
-    CapacityInUse {
-        /// Reservations granted now.
-        reservations: usize,
-    },
-    /// Called on a green thread of another runtime.
-    OtherRuntime,
-}
-
-impl fmt::Display for BandwidthError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BandwidthError::Refused(e) => e.fmt(f),
-            BandwidthError::Calibration(e) => e.fmt(f),
-            BandwidthError::CapacityInUse { reservations } => write!(
-                f,
-                "the bandwidth capacity cannot change while {reservations} reservations are granted: drop them first"
-            ),
-            BandwidthError::OtherRuntime => f.write_str(
-                "reserve_bandwidth reserves for the calling green thread, which belongs to another runtime: call it on that runtime",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for BandwidthError {}
+use thread::{engage, engaged, THREAD_BW};
 
 /// A granted bandwidth reservation of one green thread; dropping it gives the bandwidth back.
 ///
@@ -283,7 +217,7 @@ pub fn checkpoint() {
     if !engaged() || context::current_task_ptr().is_null() {
         return;
     }
-    thread::serve_delay(thread::before_switch(Switch::MayDelay));
+    crate::parking::serve_throttle(thread::before_yield());
     thread::after_switch();
 }
 
@@ -297,24 +231,4 @@ pub fn current_delays() -> (u64, std::time::Duration) {
         let bw = c.borrow();
         (bw.delays, std::time::Duration::from_nanos(bw.delay_ns))
     })
-}
-
-/// Wraps a green thread's closure so that each of its runs is charged `bytes_per_run`
-/// (`GreenBuilder::traffic`).
-pub(crate) fn with_declared_traffic<F, T>(bytes_per_run: u64, f: F) -> impl FnOnce() -> T
-where
-    F: FnOnce() -> T,
-{
-    engage();
-    move || {
-        THREAD_BW.with(|c| {
-            let mut bw = c.borrow_mut();
-            bw.declared_per_run = bytes_per_run;
-            bw.run_started_ns = now_ns();
-        });
-        let r = f();
-        // The last run ends here.
-        thread::before_switch(Switch::Park);
-        r
-    }
 }

@@ -14,11 +14,11 @@
 
 use super::state::{now_ns, BandwidthState, Measure, ReservedMeter};
 use crate::context;
+use crate::local::GreenLocal;
 use crate::registry::Shared;
-use crate::GreenLocal;
 use footprint_bandwidth::{TokenBucket, LINE_BYTES};
 use std::cell::RefCell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -164,11 +164,9 @@ pub(crate) fn after_switch() {
     });
 }
 
-/// Sleeps the calling green thread for `delay` (its throttle), counted in the stats.
-pub(crate) fn serve_delay(delay: Duration) {
-    if delay.is_zero() {
-        return;
-    }
+/// The calling green thread starts serving a throttle delay: counted, and its own park must
+/// not charge again. The sleep itself is the caller's (`parking.rs`).
+pub(crate) fn begin_delay(delay: Duration) {
     if let Some(state) = current_state() {
         state.delays.fetch_add(1, Ordering::Relaxed);
         state
@@ -181,10 +179,68 @@ pub(crate) fn serve_delay(delay: Duration) {
         bw.delays += 1;
         bw.delay_ns += delay.as_nanos() as u64;
     });
-    crate::timed_sleep::sleep(delay);
+}
+
+/// The throttle delay is served: the next run starts now.
+pub(crate) fn end_delay() {
     THREAD_BW.with(|c| {
         let mut bw = c.borrow_mut();
         bw.sleeping = false;
         bw.run_started_ns = now_ns();
     });
+}
+
+/// Set once any program in the process uses bandwidth control; until then the switch points
+/// skip it.
+static ENGAGED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the switch points must run the bandwidth hooks.
+#[inline(always)]
+pub(crate) fn engaged() -> bool {
+    ENGAGED.load(Ordering::Relaxed)
+}
+
+pub(crate) fn engage() {
+    if !ENGAGED.load(Ordering::Relaxed) {
+        ENGAGED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The hook before a yield or a checkpoint: charges the run; returns the throttle delay the
+/// thread owes (the caller sleeps it: `parking::serve_throttle`).
+#[cold]
+pub(crate) fn before_yield() -> Duration {
+    before_switch(Switch::MayDelay)
+}
+
+/// The hook before a park: charges the run (no delay at a park).
+#[cold]
+pub(crate) fn before_park() {
+    before_switch(Switch::Park);
+}
+
+/// The hook after the thread resumed from a yield or a park.
+#[cold]
+pub(crate) fn after_resume() {
+    after_switch();
+}
+
+/// Wraps a green thread's closure so that each of its runs is charged `bytes_per_run`
+/// (`GreenBuilder::traffic`).
+pub(crate) fn with_declared_traffic<F, T>(bytes_per_run: u64, f: F) -> impl FnOnce() -> T
+where
+    F: FnOnce() -> T,
+{
+    engage();
+    move || {
+        THREAD_BW.with(|c| {
+            let mut bw = c.borrow_mut();
+            bw.declared_per_run = bytes_per_run;
+            bw.run_started_ns = now_ns();
+        });
+        let r = f();
+        // The last run ends here.
+        before_switch(Switch::Park);
+        r
+    }
 }
