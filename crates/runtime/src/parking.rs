@@ -35,9 +35,10 @@ pub fn yield_now() {
     if t.is_null() {
         std::thread::yield_now();
     } else {
-        if bandwidth::engaged() {
-            // The throttle's switch point: charge the run, serve a delay it owes.
-            serve_throttle(bandwidth::before_yield());
+        // The throttle's switch point: charge the run; a thread that owes a delay sleeps it
+        // instead of yielding (the sleep gives the worker away just the same).
+        if bandwidth::engaged() && serve_throttle(bandwidth::before_yield()) {
+            return;
         }
         // SAFETY: t is the running green thread of this OS thread.
         unsafe { suspend(t, Reason::Yield) }
@@ -73,13 +74,14 @@ pub(crate) fn park_current() {
 /// Serves a throttle delay of the calling green thread (bandwidth control): it sleeps on the
 /// runtime's timer, parked, so that its worker runs other work meanwhile (or sleeps if there is
 /// none); never a spin.
+/// Returns whether it slept.
 #[cold]
-pub(crate) fn serve_throttle(delay: std::time::Duration) {
+pub(crate) fn serve_throttle(delay: std::time::Duration) -> bool {
     if delay.is_zero() {
-        return;
+        return false;
     }
     let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
-        return;
+        return false;
     };
     bandwidth::begin_delay(delay);
     // As `sleep_until`: one timer entry; an earlier (spurious) return parks again.
@@ -88,6 +90,7 @@ pub(crate) fn serve_throttle(delay: std::time::Duration) {
         park_current();
     }
     bandwidth::end_delay();
+    true
 }
 
 /// Puts a woken green thread on a run queue (called by `Task::unpark_task`): on the worker the

@@ -217,8 +217,9 @@ pub fn checkpoint() {
     if !engaged() || context::current_task_ptr().is_null() {
         return;
     }
-    crate::parking::serve_throttle(thread::before_yield());
-    thread::after_switch();
+    if !crate::parking::serve_throttle(thread::before_yield()) {
+        thread::after_switch();
+    }
 }
 
 /// The throttling delays the calling green thread has served so far, and their total
