@@ -428,6 +428,38 @@ mod tests {
         );
     }
 
+    /// The per-worker resctrl path on a scripted tree: the first reading is the baseline, the
+    /// next ones the bytes since; a counter the kernel lost makes the source fall back, saying
+    /// why.
+    #[test]
+    fn resctrl_groups_read_per_worker_and_fall_back_on_failure() {
+        let root =
+            std::env::temp_dir().join(format!("footprint-rt-resctrl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let s = BandwidthState::with_measure(1, 7, Measure::Resctrl(root.clone()));
+        let group = root.join(format!("mon_groups/footprint-{}-7-w0", std::process::id()));
+        let counter = group.join("mon_data/mon_L3_00/mbm_total_bytes");
+        std::fs::create_dir_all(counter.parent().unwrap()).unwrap();
+        std::fs::write(&counter, "1000\n").unwrap();
+        assert_eq!(s.resctrl_delta(0), Some(0));
+        let tasks = std::fs::read_to_string(group.join("tasks")).unwrap();
+        assert_eq!(tasks.trim().parse::<u64>().unwrap(), gettid());
+        std::fs::write(&counter, "6000\n").unwrap();
+        assert_eq!(s.resctrl_delta(0), Some(5000));
+        assert_eq!(s.resctrl_delta(1), None, "no such worker");
+        assert_eq!(s.source("time only").name(), "resctrl");
+        std::fs::write(&counter, "Unavailable\n").unwrap();
+        assert_eq!(s.resctrl_delta(0), None);
+        match s.source("time only") {
+            TrafficSource::None { reason } => {
+                assert!(reason.contains("resctrl failed"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        drop(s);
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
     #[test]
     fn capacity_cannot_change_under_a_grant() {
         let s = BandwidthState::with_measure(2, 1, Measure::Declared(String::new()));
