@@ -85,6 +85,8 @@ pub struct GreenBuilder {
     hints: crate::task::PlacementHints,
     /// Bytes of memory traffic per run (`traffic`).
     traffic: Option<u64>,
+    /// A bandwidth reservation admitted at spawn (`reserve_bandwidth`).
+    reserve: Option<f64>,
 }
 
 impl GreenBuilder {
@@ -183,6 +185,31 @@ impl GreenBuilder {
         self
     }
 
+    /// Reserves `bytes_per_sec` of memory bandwidth for the thread, admitted when it is spawned
+    /// (a refusal makes [`GreenBuilder::spawn`] fail with [`Error::Bandwidth`], saying what is
+    /// left) and held until it finishes; as
+    /// [`Runtime::reserve_bandwidth`](crate::Runtime::reserve_bandwidth) called first thing in
+    /// the thread.
+    ///
+    /// ```
+    /// use footprint_runtime::bandwidth::Capacity;
+    /// use footprint_runtime::{Error, GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build()?;
+    /// rt.set_bandwidth_capacity(Capacity::new(1e9, 2).unwrap())?;
+    /// rt.block_on(|| {
+    ///     let h = GreenBuilder::new().reserve_bandwidth(300e6).spawn(|| 1).unwrap();
+    ///     assert_eq!(h.join().unwrap(), 1);
+    ///     let refused = GreenBuilder::new().reserve_bandwidth(5e9).spawn(|| 2);
+    ///     assert!(matches!(refused, Err(Error::Bandwidth(_))));
+    /// });
+    /// assert_eq!(rt.stats().bandwidth.reservations, 0); // released when it finished
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn reserve_bandwidth(mut self, bytes_per_sec: f64) -> GreenBuilder {
+        self.reserve = Some(bytes_per_sec);
+        self
+    }
+
     /// Spawns it on the current runtime (the global one outside any runtime).
     ///
     /// Errors: [`Error::StackTooSmall`], [`Error::EmptyFragment`] (a fragment hint of 0 bytes).
@@ -200,7 +227,39 @@ impl GreenBuilder {
         self.spawn_inner(f)
     }
 
-    fn spawn_inner<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
+    fn spawn_inner<F, T>(mut self, f: F) -> Result<JoinHandle<T>, Error>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let reservation = match self.reserve.take() {
+            None => None,
+            Some(bps) => {
+                let c = context::ctx_ptr();
+                let s = if c.is_null() {
+                    global_shared()
+                } else {
+                    // SAFETY: a non-null context lives as long as its OS thread's worker loop.
+                    unsafe { (*c).shared }
+                };
+                // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
+                let state = unsafe { (*s).bandwidth.clone() };
+                Some(crate::bandwidth::admit(state, bps)?)
+            }
+        };
+        match reservation {
+            None => self.spawn_declared(f),
+            Some(r) => self.spawn_declared(move || {
+                r.bind_to_current();
+                let out = f();
+                drop(r);
+                out
+            }),
+        }
+    }
+
+    /// Spawns `f`, each run charged the declared traffic if any.
+    fn spawn_declared<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,

@@ -95,6 +95,47 @@ impl Drop for Reservation {
     }
 }
 
+/// Admits `bytes_per_sec` against `state`'s capacity (calibrated on first use); the
+/// reservation is not yet any thread's.
+pub(crate) fn admit(state: Arc<BandwidthState>, bytes_per_sec: f64) -> Result<Reservation, Error> {
+    engage();
+    let workers = state.workers();
+    let grant = state
+        .with_admission(
+            || {
+                let c = calibrate().map_err(BandwidthError::Calibration)?;
+                let n = workers.min(c.total_rates.len()).max(1);
+                Capacity::new(c.total_rates[n - 1], workers).map_err(BandwidthError::Refused)
+            },
+            |a| a.admit(bytes_per_sec),
+        )
+        .map_err(Error::Bandwidth)?
+        .map_err(|e| Error::Bandwidth(BandwidthError::Refused(e)))?;
+    let meter = Arc::new(ReservedMeter {
+        rate: bytes_per_sec,
+        bytes: AtomicU64::new(0),
+        run_ns: AtomicU64::new(0),
+        released: AtomicBool::new(false),
+    });
+    state.add_meter(meter.clone());
+    Ok(Reservation {
+        state,
+        grant,
+        meter,
+    })
+}
+
+impl Reservation {
+    /// Makes it the calling green thread's: its runs are metered and never delayed.
+    pub(crate) fn bind_to_current(&self) {
+        THREAD_BW.with(|c| {
+            let mut bw = c.borrow_mut();
+            bw.reserved = Some(self.meter.clone());
+            bw.run_started_ns = now_ns();
+        });
+    }
+}
+
 impl Runtime {
     /// Reserves `bytes_per_sec` of memory bandwidth for the calling green thread (of this
     /// runtime).
@@ -133,37 +174,9 @@ impl Runtime {
         if !context::same_runtime_green(self.shared_ptr()) {
             return Err(Error::Bandwidth(BandwidthError::OtherRuntime));
         }
-        engage();
-        let state = self.bandwidth_state();
-        let workers = state.workers();
-        let grant = state
-            .with_admission(
-                || {
-                    let c = calibrate().map_err(BandwidthError::Calibration)?;
-                    let n = workers.min(c.total_rates.len()).max(1);
-                    Capacity::new(c.total_rates[n - 1], workers).map_err(BandwidthError::Refused)
-                },
-                |a| a.admit(bytes_per_sec),
-            )
-            .map_err(Error::Bandwidth)?
-            .map_err(|e| Error::Bandwidth(BandwidthError::Refused(e)))?;
-        let meter = Arc::new(ReservedMeter {
-            rate: bytes_per_sec,
-            bytes: AtomicU64::new(0),
-            run_ns: AtomicU64::new(0),
-            released: AtomicBool::new(false),
-        });
-        state.add_meter(meter.clone());
-        THREAD_BW.with(|c| {
-            let mut bw = c.borrow_mut();
-            bw.reserved = Some(meter.clone());
-            bw.run_started_ns = now_ns();
-        });
-        Ok(Reservation {
-            state,
-            grant,
-            meter,
-        })
+        let r = admit(self.bandwidth_state(), bytes_per_sec)?;
+        r.bind_to_current();
+        Ok(r)
     }
 
     /// Sets the copy rate reservations are admitted against (instead of [`calibrate`]);
@@ -176,7 +189,7 @@ impl Runtime {
             })
     }
 
-    fn bandwidth_state(&self) -> Arc<BandwidthState> {
+    pub(crate) fn bandwidth_state(&self) -> Arc<BandwidthState> {
         // SAFETY: the runtime's state lives as long as `self`.
         unsafe { (*self.shared_ptr()).bandwidth.clone() }
     }
