@@ -37,12 +37,17 @@ pub fn yield_now() {
     } else {
         // The throttle's switch point: charge the run; a thread that owes a delay sleeps it
         // instead of yielding (the sleep gives the worker away just the same).
-        if bandwidth::engaged() && serve_throttle(bandwidth::before_yield()) {
-            return;
+        let mut timed = false;
+        if bandwidth::engaged() {
+            let c = bandwidth::before_yield();
+            if serve_throttle(c.delay) {
+                return;
+            }
+            timed = c.reserved;
         }
         // SAFETY: t is the running green thread of this OS thread.
         unsafe { suspend(t, Reason::Yield) }
-        if bandwidth::engaged() {
+        if timed {
             bandwidth::after_resume();
         }
     }
@@ -60,12 +65,9 @@ pub(crate) fn park_current() {
         if (*t).park.take_permit() {
             return;
         }
-        let bw = bandwidth::engaged();
-        if bw {
-            bandwidth::before_park();
-        }
+        let timed = bandwidth::engaged() && bandwidth::before_park();
         suspend(t, Reason::Park);
-        if bw {
+        if timed {
             bandwidth::after_resume();
         }
     }

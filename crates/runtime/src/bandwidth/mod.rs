@@ -230,7 +230,8 @@ pub fn checkpoint() {
     if !engaged() || context::current_task_ptr().is_null() {
         return;
     }
-    if !crate::parking::serve_throttle(thread::before_yield()) {
+    let c = thread::before_yield();
+    if !crate::parking::serve_throttle(c.delay) && c.reserved {
         thread::after_switch();
     }
 }

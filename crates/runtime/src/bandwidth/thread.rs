@@ -90,15 +90,30 @@ fn measured(state: &BandwidthState, bw: &mut ThreadBw) -> u64 {
 
 /// The run that just ended is charged; returns how long the thread must wait before its next
 /// run (zero for reserved threads, at parks, and while no limit is in force).
-fn charge(state: &BandwidthState, bw: &mut ThreadBw, kind: Switch, now: u64) -> Duration {
+///
+/// The clock is read only when needed (a reserved thread's run, an unreserved thread's bucket):
+/// `now` is filled then, and the caller lets the controller decide with it.
+fn charge(
+    state: &BandwidthState,
+    bw: &mut ThreadBw,
+    kind: Switch,
+    now: &mut Option<u64>,
+) -> Duration {
+    let mut clock = || *now.get_or_insert_with(now_ns);
     let declared = std::mem::take(&mut bw.pending) + bw.declared_per_run;
     let measured = measured(state, bw);
-    state.declared_bytes.fetch_add(declared, Ordering::Relaxed);
-    state.measured_bytes.fetch_add(measured, Ordering::Relaxed);
+    // Shared counters: touched only when there is something to add (a yield of a thread
+    // that declares nothing writes no shared line).
+    if declared > 0 {
+        state.declared_bytes.fetch_add(declared, Ordering::Relaxed);
+    }
+    if measured > 0 {
+        state.measured_bytes.fetch_add(measured, Ordering::Relaxed);
+    }
     let bytes = declared + measured;
-    let run_ns = now.saturating_sub(bw.run_started_ns);
     if let Some(m) = &bw.reserved {
         if !m.released.load(Ordering::Acquire) {
+            let run_ns = clock().saturating_sub(bw.run_started_ns);
             m.bytes.fetch_add(bytes, Ordering::Relaxed);
             m.run_ns.fetch_add(run_ns, Ordering::Relaxed);
             return Duration::ZERO;
@@ -117,6 +132,10 @@ fn charge(state: &BandwidthState, bw: &mut ThreadBw, kind: Switch, now: u64) -> 
         bw.bucket = None;
         return Duration::ZERO;
     };
+    if bytes == 0 && bw.bucket.is_none() {
+        return Duration::ZERO;
+    }
+    let now = clock();
     // A burst of one controller interval at the rate: fine-grained delays.
     let burst = rate * 5e-3;
     let bucket = bw
@@ -135,29 +154,48 @@ fn charge(state: &BandwidthState, bw: &mut ThreadBw, kind: Switch, now: u64) -> 
 
 /// Before the calling green thread switches (or at a checkpoint): charges its run and returns
 /// the delay it owes.
-pub(crate) fn before_switch(kind: Switch) -> Duration {
-    let Some(state) = current_state() else {
-        return Duration::ZERO;
+pub(crate) fn before_switch(kind: Switch) -> Charged {
+    let none = Charged {
+        delay: Duration::ZERO,
+        reserved: false,
     };
-    let now = now_ns();
-    let delay = THREAD_BW.with(|c| {
+    let Some(state) = current_state() else {
+        return none;
+    };
+    let mut now = None;
+    let charged = THREAD_BW.with(|c| {
         let Ok(mut bw) = c.try_borrow_mut() else {
-            return Duration::ZERO;
+            return none;
         };
         if bw.sleeping {
-            return Duration::ZERO;
+            return none;
         }
-        charge(state, &mut bw, kind, now)
+        let delay = charge(state, &mut bw, kind, &mut now);
+        Charged {
+            delay,
+            reserved: bw.reserved.is_some(),
+        }
     });
-    state.maybe_update(now);
-    delay
+    if let Some(now) = now {
+        state.maybe_update(now);
+    }
+    charged
 }
 
-/// After the calling green thread resumed: its next run starts now.
+/// What a switch point charged: the delay the thread owes, and whether it is reserved (then
+/// its next run is timed: [`after_switch`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Charged {
+    pub(crate) delay: Duration,
+    pub(crate) reserved: bool,
+}
+
+/// After the calling green thread resumed: its next run starts now (timed for reserved
+/// threads only: nobody else's run length is used).
 pub(crate) fn after_switch() {
     THREAD_BW.with(|c| {
         if let Ok(mut bw) = c.try_borrow_mut() {
-            if !bw.sleeping {
+            if !bw.sleeping && bw.reserved.is_some() {
                 bw.run_started_ns = now_ns();
             }
         }
@@ -207,19 +245,21 @@ pub(crate) fn engage() {
 }
 
 /// The hook before a yield or a checkpoint: charges the run; returns the throttle delay the
-/// thread owes (the caller sleeps it: `parking::serve_throttle`).
+/// thread owes (the caller sleeps it: `parking::serve_throttle`) and whether the thread is
+/// reserved (then the caller calls [`after_resume`] when it runs again).
 #[cold]
-pub(crate) fn before_yield() -> Duration {
+pub(crate) fn before_yield() -> Charged {
     before_switch(Switch::MayDelay)
 }
 
-/// The hook before a park: charges the run (no delay at a park).
+/// The hook before a park: charges the run (no delay at a park); returns whether the thread is
+/// reserved.
 #[cold]
-pub(crate) fn before_park() {
-    before_switch(Switch::Park);
+pub(crate) fn before_park() -> bool {
+    before_switch(Switch::Park).reserved
 }
 
-/// The hook after the thread resumed from a yield or a park.
+/// The hook after a reserved thread resumed from a yield or a park.
 #[cold]
 pub(crate) fn after_resume() {
     after_switch();
