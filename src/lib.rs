@@ -64,6 +64,13 @@ pub use footprint_runtime as runtime;
 
 pub mod par;
 
+/// Memory bandwidth as a scheduled resource (Bellosa's Process Cruise Control): calibration,
+/// `Runtime::reserve_bandwidth`, declared traffic and the throttling of unreserved green
+/// threads. See [`footprint_runtime::bandwidth`].
+pub mod bandwidth {
+    pub use footprint_runtime::bandwidth::*;
+}
+
 #[cfg(feature = "mpi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mpi")))]
 pub mod mpi;

@@ -91,6 +91,9 @@ where
                     break;
                 };
                 s.consume(claim.items);
+                // A chunk is a switch point for bandwidth control: an unreserved loop beside a
+                // reserved thread that falls behind is slowed here, chunk by chunk.
+                footprint_runtime::bandwidth::checkpoint();
             }
             finish(sink.take().expect("the sink is there until finished"));
         }));

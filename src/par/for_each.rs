@@ -62,5 +62,10 @@ where
     data.par_chunks_mut(chunk_len)
         .enumerate()
         .with_schedule(schedule)
-        .for_each(|(i, c)| f(i, c))
+        .for_each(|(i, c)| {
+            // The loop knows what each chunk touches: its slice (for bandwidth control where
+            // no counter measures traffic).
+            footprint_runtime::bandwidth::record_traffic(std::mem::size_of_val(c) as u64);
+            f(i, c)
+        })
 }

@@ -124,6 +124,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A memory-bandwidth reservation or capacity change failed (see
+    /// [`Runtime::reserve_bandwidth`](crate::Runtime::reserve_bandwidth)).
+    Bandwidth(crate::bandwidth::error::BandwidthError),
 }
 
 impl fmt::Display for Error {
@@ -197,6 +200,7 @@ impl fmt::Display for Error {
                 "mapping a green-thread stack failed ({e}): out of memory or of memory mappings; lower stack_size(..) or the number of live green threads, or build the runtime with guard_pages(false) (a guarded stack costs two of the process's vm.max_map_count mappings, an unguarded one none of its own)"
             ),
             Error::InvalidConfig { reason } => write!(f, "{reason}"),
+            Error::Bandwidth(e) => write!(f, "{e}"),
             Error::NoHardwareCounters { reason } => write!(
                 f,
                 "Counters::Hardware needs a cache-miss counter and this machine has none ({reason}); use Counters::Auto (hardware where present, else time only) or Counters::Time"
@@ -211,6 +215,7 @@ impl std::error::Error for Error {
             Error::Affinity(e) => Some(e),
             Error::Pin { source, .. } => Some(source),
             Error::Spawn(e) | Error::Stack(e) => Some(e),
+            Error::Bandwidth(e) => Some(e),
             _ => None,
         }
     }

@@ -83,6 +83,10 @@ pub struct GreenBuilder {
     stack_size: Option<usize>,
     // placement
     hints: crate::task::PlacementHints,
+    /// Bytes of memory traffic per run (`traffic`).
+    traffic: Option<u64>,
+    /// A bandwidth reservation admitted at spawn (`reserve_bandwidth`).
+    reserve: Option<f64>,
 }
 
 impl GreenBuilder {
@@ -161,6 +165,51 @@ impl GreenBuilder {
         self
     }
 
+    /// Declares the thread's memory traffic: about `bytes_per_run` bytes each time it runs
+    /// (from a start or resume to its next yield, park or end). Where no hardware counter or
+    /// resctrl group measures traffic, bandwidth control counts this (see
+    /// [`bandwidth`](crate::bandwidth)); a streaming thread beside a reserved one is throttled
+    /// by it.
+    ///
+    /// ```
+    /// use footprint_runtime::{GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(|| {
+    ///     let h = GreenBuilder::new().traffic(4096).spawn(|| footprint_runtime::yield_now());
+    ///     h.unwrap().join().unwrap();
+    /// });
+    /// assert_eq!(rt.stats().bandwidth.declared_bytes, 2 * 4096); // two runs
+    /// ```
+    pub fn traffic(mut self, bytes_per_run: u64) -> GreenBuilder {
+        self.traffic = Some(bytes_per_run);
+        self
+    }
+
+    /// Reserves `bytes_per_sec` of memory bandwidth for the thread, admitted when it is spawned
+    /// (a refusal makes [`GreenBuilder::spawn`] fail with [`Error::Bandwidth`], saying what is
+    /// left) and held until it finishes; as
+    /// [`Runtime::reserve_bandwidth`](crate::Runtime::reserve_bandwidth) called first thing in
+    /// the thread.
+    ///
+    /// ```
+    /// use footprint_runtime::bandwidth::Capacity;
+    /// use footprint_runtime::{Error, GreenBuilder, Runtime};
+    /// let rt = Runtime::builder().workers(2).build()?;
+    /// rt.set_bandwidth_capacity(Capacity::new(1e9, 2).unwrap())?;
+    /// rt.block_on(|| {
+    ///     let h = GreenBuilder::new().reserve_bandwidth(300e6).spawn(|| 1).unwrap();
+    ///     assert_eq!(h.join().unwrap(), 1);
+    ///     let refused = GreenBuilder::new().reserve_bandwidth(5e9).spawn(|| 2);
+    ///     assert!(matches!(refused, Err(Error::Bandwidth(_))));
+    /// });
+    /// assert_eq!(rt.stats().bandwidth.reservations, 0); // released when it finished
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn reserve_bandwidth(mut self, bytes_per_sec: f64) -> GreenBuilder {
+        self.reserve = Some(bytes_per_sec);
+        self
+    }
+
     /// Spawns it on the current runtime (the global one outside any runtime).
     ///
     /// Errors: [`Error::StackTooSmall`], [`Error::EmptyFragment`] (a fragment hint of 0 bytes).
@@ -178,12 +227,52 @@ impl GreenBuilder {
         self.spawn_inner(f)
     }
 
-    fn spawn_inner<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
+    fn spawn_inner<F, T>(mut self, f: F) -> Result<JoinHandle<T>, Error>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let reservation = match self.reserve.take() {
+            None => None,
+            Some(bps) => {
+                let c = context::ctx_ptr();
+                let s = if c.is_null() {
+                    global_shared()
+                } else {
+                    // SAFETY: a non-null context lives as long as its OS thread's worker loop.
+                    unsafe { (*c).shared }
+                };
+                // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
+                let state = unsafe { (*s).bandwidth.clone() };
+                Some(crate::bandwidth::admit(state, bps)?)
+            }
+        };
+        match reservation {
+            None => self.spawn_declared(f),
+            Some(r) => self.spawn_declared(move || {
+                r.bind_to_current();
+                let out = f();
+                drop(r);
+                out
+            }),
+        }
+    }
+
+    /// Spawns `f`, each run charged the declared traffic if any.
+    fn spawn_declared<F, T>(self, f: F) -> Result<JoinHandle<T>, Error>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
-        spawn_current(f, self.name, self.stack_size, hints)
+        match self.traffic {
+            None => spawn_current(f, self.name, self.stack_size, hints),
+            Some(bytes) => spawn_current(
+                crate::bandwidth::thread::with_declared_traffic(bytes, f),
+                self.name,
+                self.stack_size,
+                hints,
+            ),
+        }
     }
 }

@@ -93,6 +93,7 @@
 
 mod accounting;
 mod adaptive;
+pub mod bandwidth;
 mod blocking;
 mod clock;
 mod context;

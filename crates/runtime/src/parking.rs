@@ -6,6 +6,7 @@
 //! hint allows, else into the target worker's inbox (the hint's worker, or by the runtime's own
 //! rule in `placement/`: the thread's last worker, its placement hints).
 
+use crate::bandwidth::thread as bandwidth;
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::job::Job;
 use crate::placement::{self, Route};
@@ -34,8 +35,21 @@ pub fn yield_now() {
     if t.is_null() {
         std::thread::yield_now();
     } else {
+        // The throttle's switch point: charge the run; a thread that owes a delay sleeps it
+        // instead of yielding (the sleep gives the worker away just the same).
+        let mut timed = false;
+        if bandwidth::engaged() {
+            let c = bandwidth::before_yield();
+            if serve_throttle(c.delay) {
+                return;
+            }
+            timed = c.reserved;
+        }
         // SAFETY: t is the running green thread of this OS thread.
         unsafe { suspend(t, Reason::Yield) }
+        if timed {
+            bandwidth::after_resume();
+        }
     }
 }
 
@@ -51,8 +65,34 @@ pub(crate) fn park_current() {
         if (*t).park.take_permit() {
             return;
         }
+        let timed = bandwidth::engaged() && bandwidth::before_park();
         suspend(t, Reason::Park);
+        if timed {
+            bandwidth::after_resume();
+        }
     }
+}
+
+/// Serves a throttle delay of the calling green thread (bandwidth control): it sleeps on the
+/// runtime's timer, parked, so that its worker runs other work meanwhile (or sleeps if there is
+/// none); never a spin.
+/// Returns whether it slept.
+#[cold]
+pub(crate) fn serve_throttle(delay: std::time::Duration) -> bool {
+    if delay.is_zero() {
+        return false;
+    }
+    let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
+        return false;
+    };
+    bandwidth::begin_delay(delay);
+    // As `sleep_until`: one timer entry; an earlier (spurious) return parks again.
+    crate::timer::wake_at(deadline, footprint_locks::current_hook().current_unparker());
+    while std::time::Instant::now() < deadline {
+        park_current();
+    }
+    bandwidth::end_delay();
+    true
 }
 
 /// Puts a woken green thread on a run queue (called by `Task::unpark_task`): on the worker the

@@ -141,6 +141,8 @@ pub(crate) struct Shared {
     pub(crate) node: Option<crate::node::NodeState>,
     /// The watcher's view of the workers and its counters (`watch/`).
     pub(crate) watch: crate::watch::Watch,
+    /// Memory-bandwidth reservations and throttling (`bandwidth/`).
+    pub(crate) bandwidth: Arc<crate::bandwidth::state::BandwidthState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the

@@ -424,6 +424,11 @@ impl Builder {
             .enumerate()
             .map(|(i, (d, t))| WorkerShared::new(d.stealer(), pinned.then_some(worker_cpu[i]), t))
             .collect();
+        let bandwidth = Arc::new(crate::bandwidth::state::BandwidthState::new(
+            n,
+            counters.source.is_some(),
+            &counters.describe,
+        ));
         let shared = Arc::new(Shared {
             workers,
             injector: Injector::new(),
@@ -476,6 +481,7 @@ impl Builder {
                 },
                 n,
             ),
+            bandwidth,
         });
         if shared.placement.shuffle.is_some() {
             crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;

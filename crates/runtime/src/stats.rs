@@ -274,6 +274,9 @@ pub struct RuntimeStats {
     /// ADAPT co-scheduling: this runtime's share and decisions (`None` unless built with
     /// [`Builder::co_schedule`](crate::Builder::co_schedule)).
     pub node: Option<crate::node::NodeStats>,
+    /// Memory-bandwidth control: the traffic source in force (hardware, resctrl, declared, or
+    /// none and why), reservations, the throttle and its delays.
+    pub bandwidth: crate::bandwidth::stats::BandwidthStats,
 }
 
 impl RuntimeStats {
@@ -326,6 +329,7 @@ impl RuntimeStats {
             loops: self.loops.since(&earlier.loops),
             tranquilizer: self.tranquilizer.clone(),
             node: self.node.clone(),
+            bandwidth: self.bandwidth.clone(),
         }
     }
 
@@ -372,6 +376,7 @@ impl RuntimeStats {
             s.workers.push(ws);
         }
         s.loops = sh.loops.get();
+        s.bandwidth = sh.bandwidth.stats(&sh.counters.describe);
         s.adaptive = sh
             .adaptive
             .as_ref()
@@ -459,7 +464,7 @@ impl fmt::Display for RuntimeStats {
         if let Some(n) = &self.node {
             write!(f, "  {n}")?;
         }
-        Ok(())
+        write!(f, "  {}", self.bandwidth)
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`machine`]: machine descriptions, presets (`this`, `2x16`, `4x16`), validation;
 //! - [`cache`]: set-associative LRU and random-replacement caches;
 //! - [`memory`]: the hierarchy, NUMA homes, coherence of shared lines;
+//! - [`membus`]: a memory bus shared by the CPUs of a node, and 004's Process Cruise Control
+//!   (bandwidth reservation and throttling) on it;
 //! - [`workload`]: 004's regular and smoother workloads, 001's data fragments, 000's locks;
 //! - [`sched`]: the scheduler loop ([`simulate`]);
 //! - [`model_check`]: the Markov model against the random-replacement cache;
@@ -34,6 +36,7 @@
 
 pub mod cache;
 pub mod machine;
+pub mod membus;
 pub mod memory;
 pub mod model_check;
 pub mod report;

@@ -271,3 +271,32 @@ proptest! {
         }
     }
 }
+
+/// 004 §4.2.3 on the simulated bus: a thread that reserved 92 % of its rate alone keeps at
+/// least 90 % of it while 3 streamers run on the other CPUs of its node when the streamers are
+/// throttled, and less than 60 % when they are not.
+#[test]
+fn cruise_control_keeps_the_reserved_rate() {
+    use footprint_sim::membus::{cruise_control, BusModel, CruiseParams};
+    let bus = BusModel::e3000_two_banks();
+    let p = CruiseParams {
+        sim_ms: 60.0,
+        ..CruiseParams::default()
+    };
+    let on = cruise_control(&bus, &p);
+    let off = cruise_control(
+        &bus,
+        &CruiseParams {
+            throttle: false,
+            ..p.clone()
+        },
+    );
+    assert!(on.fraction_kept() >= 0.90, "{on}");
+    assert!(off.fraction_kept() < 0.60, "{off}");
+    // Throttling slowed the streamers, and only them.
+    assert_eq!(on.run.delayed_ns[0], 0.0);
+    assert!(on.run.delayed_ns[1..].iter().all(|&d| d > 0.0), "{on:?}");
+    assert!(off.run.delayed_ns.iter().all(|&d| d == 0.0));
+    // They still ran: throttled, not stopped.
+    assert!(on.streamer_rates.iter().all(|&r| r > 0.0), "{on}");
+}

@@ -7,6 +7,7 @@ use crate::cli::Mode;
 use crate::model::Section;
 use crate::progress::Stepper;
 
+mod cruise_004;
 mod fib;
 mod fragments_001;
 mod injected;
@@ -171,6 +172,13 @@ pub fn all() -> Vec<Experiment> {
             title: "004: reload-transient model curves (Fig. 3.7, 3.9, 3.10)",
             run: reload_004::run,
             estimate_s: [0.1, 0.1, 0.1, 0.1],
+            limit_s: None,
+        },
+        Experiment {
+            name: "cruise_004",
+            title: "004: Process Cruise Control, bandwidth reservation and throttling",
+            run: cruise_004::run,
+            estimate_s: [2.0, 4.0, 8.0, 15.0],
             limit_s: None,
         },
     ]
