@@ -90,13 +90,7 @@ fn blocking_main() {
     }
 }
 
-/// Jobs submitted to the pool and not finished (all runtimes): while any is, a runtime whose
-/// green threads all wait may be waiting for it, not hung (`watch/`).
-static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-pub(crate) fn in_flight() -> usize {
-    IN_FLIGHT.load(Ordering::Relaxed)
-}
+use crate::in_flight::IN_FLIGHT;
 
 fn run_blocking(t: Arc<Task>) {
     // SAFETY: the task is unfinished, so its runtime is alive.

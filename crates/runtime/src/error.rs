@@ -164,7 +164,7 @@ impl fmt::Display for Error {
             Error::TooManyWorkers { requested, cpus, max } => write!(
                 f,
                 "workers({requested}) is more than {} per CPU for the {cpus} CPUs this process may run on: pass workers(n) with n <= {max} (or leave it unset for one per CPU), or Builder::oversubscribe(true) if you mean it",
-                crate::runtime::MAX_WORKERS_PER_CPU
+                max / (*cpus).max(1)
             ),
             Error::Spawn(e) => write!(f, "starting a worker thread failed ({e}); lower workers(n) or raise the process's thread limit"),
             Error::EmptyFragment { fragment } => write!(

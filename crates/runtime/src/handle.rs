@@ -85,7 +85,7 @@ pub(crate) unsafe fn join_task<T>(
                 // SAFETY: as above.
                 unsafe { (*t.waiter.get()).take() };
             } else {
-                crate::watch::record::note_current(
+                crate::watch::note::note_current(
                     crate::watch::record::WaitKind::Join,
                     ptr_of(t),
                     at,

@@ -90,7 +90,7 @@ where
         let f = unsafe { (*job.f.get()).take() }.expect("join half present");
         Some(panic::catch_unwind(AssertUnwindSafe(f)))
     } else {
-        crate::watch::record::note_current(crate::watch::record::WaitKind::JoinHalf, 0, None);
+        crate::watch::note::note_current(crate::watch::record::WaitKind::JoinHalf, 0, None);
         while !job.done.probe() {
             parking::park_current();
         }
@@ -177,7 +177,7 @@ where
         _env: PhantomData,
     };
     let r = panic::catch_unwind(AssertUnwindSafe(|| f(&s)));
-    crate::watch::record::note_current(crate::watch::record::WaitKind::Scope, 0, None);
+    crate::watch::note::note_current(crate::watch::record::WaitKind::Scope, 0, None);
     while !s.data.pending.is_zero() {
         parking::park_current();
     }

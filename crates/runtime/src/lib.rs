@@ -102,6 +102,7 @@ mod error;
 mod green_builder;
 mod handle;
 mod hook;
+mod in_flight;
 mod inbox;
 mod introspect;
 mod job;
@@ -190,13 +191,13 @@ pub mod park {
     /// Blocks the calling thread until a permit from its unparker is available. An unpark that
     /// came first is not lost; spurious returns are possible, so re-check in a loop.
     pub fn park() {
-        crate::watch::record::note_current(crate::watch::record::WaitKind::Park, 0, None);
+        crate::watch::note::note_current(crate::watch::record::WaitKind::Park, 0, None);
         crate::parking::park_current()
     }
 
     /// Like [`park`], returning after at most `timeout`; `false` on timeout.
     pub fn park_timeout(timeout: std::time::Duration) -> bool {
-        crate::watch::record::note_current(crate::watch::record::WaitKind::Park, 0, None);
+        crate::watch::note::note_current(crate::watch::record::WaitKind::Park, 0, None);
         footprint_locks::current_hook().park_timeout(timeout)
     }
 

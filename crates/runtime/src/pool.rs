@@ -112,7 +112,7 @@ impl WorkerLocal {
         let pool = unsafe { &mut *self.tasks.get() };
         take_pooled(pool, &self.shared().task_pool, TASK_LEVELS)
             .map(Pooled::take)
-            .unwrap_or_else(crate::watch::record::new_task)
+            .unwrap_or_else(crate::task::new_task)
     }
 
     #[inline]

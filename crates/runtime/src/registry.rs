@@ -140,7 +140,7 @@ pub(crate) struct Shared {
     /// ADAPT's member state (`Builder::co_schedule`).
     pub(crate) node: Option<crate::node::NodeState>,
     /// The watcher's view of the workers and its counters (`watch/`).
-    pub(crate) watch: crate::watch::Watch,
+    pub(crate) watch: crate::watch::state::Watch,
     /// Memory-bandwidth reservations and throttling (`bandwidth/`).
     pub(crate) bandwidth: Arc<crate::bandwidth::state::BandwidthState>,
 }

@@ -74,7 +74,7 @@ where
                 .unwrap_or_else(|e| e.into_inner())
                 .pop()
                 .map(Pooled::take)
-                .unwrap_or_else(crate::watch::record::new_task);
+                .unwrap_or_else(crate::task::new_task);
             register(&t);
             t.init(f, rt, with_handle, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);

@@ -62,7 +62,7 @@ pub fn sleep_until(deadline: Instant) {
     // One timer entry; the timer unparks it only once `deadline` has passed, so every earlier
     // (spurious) return from park just parks again and the entry still wakes it at the deadline.
     timer::wake_at(deadline, crate::hook::GREEN_HOOK.current_unparker());
-    crate::watch::record::note_current(
+    crate::watch::note::note_current(
         crate::watch::record::WaitKind::Sleep,
         0,
         Some(std::panic::Location::caller()),

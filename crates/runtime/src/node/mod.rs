@@ -34,36 +34,3 @@ pub use policy::{policies, ProgramPolicy};
 pub use table::{
     table_path, MemberView, NodeTable, TableError, TableGuard, LAYOUT_VERSION, MAX_MEMBERS,
 };
-
-use crate::runtime::Builder;
-
-impl Builder {
-    /// Takes part in ADAPT's co-scheduling (003 ch. 6; default off): the runtime registers in
-    /// the node table named by `config` (one file under `/dev/shm`), publishes its profile
-    /// every interval (CPU share, run delay, lock time, miss ratio where counted), and whichever
-    /// member holds the first slot acts as the Cores Allocator: it gives every member all cores
-    /// or a processor set of its own, by the PAAP/PACC predictions. Each member applies its
-    /// share through the active-worker limit and by re-pinning its workers. What it decided and
-    /// was given is in [`RuntimeStats::node`](crate::RuntimeStats::node).
-    ///
-    /// Errors from [`build`](Builder::build): [`Error::InvalidConfig`](crate::Error) when the
-    /// table cannot be opened (the message names the file and what to do) or the interval is
-    /// below 10 ms.
-    ///
-    /// ```
-    /// use footprint_runtime::node::NodeConfig;
-    /// let path = std::env::temp_dir().join(format!("fp-doc-node-{}", std::process::id()));
-    /// let rt = footprint_runtime::Runtime::builder()
-    ///     .workers(1)
-    ///     .co_schedule(NodeConfig::new("doc").path(&path))
-    ///     .build()?;
-    /// assert_eq!(rt.stats().node.unwrap().slot.is_some(), true);
-    /// drop(rt);
-    /// # let _ = std::fs::remove_file(&path);
-    /// # Ok::<(), footprint_runtime::Error>(())
-    /// ```
-    pub fn co_schedule(mut self, config: NodeConfig) -> Builder {
-        self.co_schedule = Some(config);
-        self
-    }
-}

@@ -1,8 +1,9 @@
 //! The text of the watcher's reports and of `Runtime::debug_state`: every worker's state and
 //! every parked green thread with what it waits on, in the manner of Go's deadlock report.
 
-use super::record::{for_each_block, Wait, WaitKind};
+use super::record::{Wait, WaitKind};
 use crate::registry::Shared;
+use crate::task::for_each_block;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
