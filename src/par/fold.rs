@@ -67,17 +67,8 @@ where
                 .extend(sink.runs)
         },
     );
-    let mut parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
-    if let Err(p) = outcome {
-        // The finished participants' results, each dropped on its own before the panic goes
-        // on (see `Sink::discard`).
-        for (_, a) in parts {
-            drop_quietly(a);
-        }
-        std::panic::resume_unwind(p);
-    }
-    parts.sort_unstable_by_key(|(r, _)| r.start);
-    parts.into_iter().map(|(_, a)| a).reduce(combine)
+    let parts = in_item_order(parts, outcome);
+    parts.into_iter().reduce(combine)
 }
 
 /// One participant's accumulators: one per maximal run of consecutive items it took, each run
@@ -135,6 +126,17 @@ where
                 .extend(sink.runs)
         },
     );
+    let parts = in_item_order(parts, outcome);
+    parts
+}
+
+/// The participants' partial results in item order, once the loop is over; after a panic
+/// (`outcome` holds its payload) each finished participant's result is dropped on its own
+/// (see `Sink::discard`) and the panic goes on.
+fn in_item_order<A>(
+    parts: Mutex<Vec<(Range<usize>, A)>>,
+    outcome: Result<(), Box<dyn std::any::Any + Send>>,
+) -> Vec<A> {
     let mut parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Err(p) = outcome {
         for (_, a) in parts {
