@@ -6,15 +6,20 @@
 //! # Threading level: `MPI_THREAD_MULTIPLE`
 //! A green thread may resume on any worker (work stealing), and [`blocking`] runs its call on a
 //! thread of the blocking pool, so MPI is called from several OS threads, possibly at once.
-//! That is [`Threading::Multiple`](::mpi::Threading::Multiple); [`initialize`] asks for it and
-//! returns [`MpiError::ThreadingTooLow`] when the library offers less (`Funneled` or
-//! `Serialized` would need every call funnelled through one dedicated thread, which this layer
-//! does not do).
+//! That is [`Threading::Multiple`]; [`initialize`] asks for it and returns
+//! [`MpiError::ThreadingTooLow`] when the library offers less (`Funneled` or `Serialized` would
+//! need every call funnelled through one dedicated thread, which this layer does not do).
+//!
+//! # Communicators in green threads
+//! rsmpi's communicators are not `Send`; [`SharedComm`] makes any owning communicator (split,
+//! duplicated, Cartesian, inter) a `Send + Sync` handle for green threads, and exists only
+//! under `MPI_THREAD_MULTIPLE` (see its safety argument).
 //!
 //! # Waiting without stalling a worker
-//! - [`wait`] / [`wait_all`] / [`progress`]: poll immediate requests (`immediate_send`,
-//!   `immediate_receive_into`, `immediate_all_reduce_into`, ...) with `MPI_Test`, yielding the
-//!   worker to other green threads between polls. No extra OS thread; the preferred way.
+//! - [`wait`] / [`wait_all`] / [`wait_any`] / [`progress`]: poll immediate requests
+//!   (`immediate_send`, `immediate_receive_into`, `immediate_all_reduce_into`, ...) with
+//!   `MPI_Test*`, yielding the worker to other green threads between polls. No extra OS thread;
+//!   the preferred way. `wait_all` takes a `Vec` of requests or an rsmpi `RequestCollection`.
 //! - [`blocking`]: run a blocking call (`receive`, `all_reduce_into`, ...) on the blocking pool
 //!   while the green thread parks, for calls that have no immediate form.
 //!
@@ -52,7 +57,7 @@ pub use ::mpi as rsmpi;
 use ::mpi::collective::CommunicatorCollectives;
 use ::mpi::environment::Universe;
 use ::mpi::point_to_point::Status;
-use ::mpi::request::{Request, Scope};
+use ::mpi::request::{Request, RequestCollection, Scope};
 use ::mpi::topology::Communicator;
 use ::mpi::Threading;
 
@@ -184,6 +189,168 @@ pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S
     }
 }
 
+/// Requests [`wait_all`] can wait for: a `Vec` of requests (statuses in the requests' order)
+/// or an rsmpi [`RequestCollection`] (from `request::multiple_scope`: the completed requests'
+/// indices, statuses and buffers, in completion order).
+pub trait WaitAll {
+    /// What waiting for them gives.
+    type Output;
+    /// Waits like [`wait_all`].
+    fn wait_all(self) -> Self::Output;
+}
+
+impl<'a, D: ?Sized, S: Scope<'a>> WaitAll for Vec<Request<'a, D, S>> {
+    type Output = Vec<Status>;
+    fn wait_all(self) -> Vec<Status> {
+        wait_all_vec(self)
+    }
+}
+
+impl<'a, D: ?Sized> WaitAll for &mut RequestCollection<'a, D> {
+    type Output = Vec<(usize, Status, &'a D)>;
+    fn wait_all(self) -> Vec<(usize, Status, &'a D)> {
+        let mut done = Vec::new();
+        let mut batch = Vec::new();
+        while self.incomplete() > 0 {
+            self.test_some(&mut batch);
+            if batch.is_empty() {
+                crate::yield_now();
+                std::thread::yield_now();
+            }
+            done.append(&mut batch);
+        }
+        done
+    }
+}
+
+/// Waits for any incomplete request of an rsmpi [`RequestCollection`] like [`wait`] (other
+/// green threads run between `MPI_Testany` polls); returns its index, status and buffer, or
+/// `None` when every request of the collection has already completed.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{request, traits::*};
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let me = world.this_process();
+/// let (one, mut a, mut b) = (1u32, [0u32], [0u32]);
+/// request::multiple_scope(2, |scope, coll| {
+///     coll.add(me.immediate_receive_into_with_tag(scope, &mut a[..], 1));
+///     coll.add(me.immediate_receive_into_with_tag(scope, &mut b[..], 2));
+///     me.send_with_tag(&one, 2);
+///     let (i, status, _) = footprint::mpi::wait_any(coll).expect("one incomplete");
+///     assert_eq!((i, status.tag()), (1, 2));
+///     me.send_with_tag(&one, 1);
+///     assert_eq!(footprint::mpi::wait_all(&mut *coll).len(), 1);
+///     assert!(footprint::mpi::wait_any(coll).is_none());
+/// });
+/// # Ok::<(), footprint::mpi::MpiError>(())
+/// ```
+pub fn wait_any<'a, D: ?Sized>(
+    requests: &mut RequestCollection<'a, D>,
+) -> Option<(usize, Status, &'a D)> {
+    // MPI_Testany on a collection with nothing incomplete answers MPI_UNDEFINED.
+    while requests.incomplete() > 0 {
+        if let Some(done) = requests.test_any() {
+            return Some(done);
+        }
+        crate::yield_now();
+        std::thread::yield_now();
+    }
+    None
+}
+
+/// Any communicator (`world`, one from `split_by_color`, `duplicate`, a Cartesian one, ...) as a
+/// handle that green threads may move and share: rsmpi's communicators are neither `Send` nor
+/// `Sync`, because MPI below `MPI_THREAD_MULTIPLE` forbids calls from several threads. This
+/// handle derefs to the communicator and clones cheaply (an `Arc`); the communicator is freed
+/// when the last clone is dropped.
+///
+/// # Why it may be shared: `MPI_THREAD_MULTIPLE` only
+/// [`SharedComm::new`] fails with [`MpiError::ThreadingTooLow`] unless the library granted
+/// `MPI_THREAD_MULTIPLE` (the level [`initialize`] requires): only at that level does MPI let
+/// several threads call it at once, which is what green threads on several workers do. Under
+/// `MPI_THREAD_SERIALIZED` or `FUNNELED` there is no safe way to hand a communicator to green
+/// threads, and this type refuses. It wraps rsmpi's owning communicator types only
+/// (`SimpleCommunicator`, from `world()`, `split_*`, `duplicate()`; `CartesianCommunicator`;
+/// `InterCommunicator`), which hold nothing but an `MPI_Comm` handle.
+///
+/// Two rules MPI keeps at any threading level:
+/// - ranks enter the collectives of one communicator in the same order, so do not run two
+///   collectives on one communicator from two green threads at once (give each its own
+///   `duplicate()`); point-to-point calls from many green threads at once are fine;
+/// - drop every clone before the [`Universe`] (MPI_Finalize), e.g. keep the universe in a
+///   variable declared first in `main`.
+///
+/// ```
+/// use footprint::mpi::rsmpi::topology::Color;
+/// use footprint::mpi::rsmpi::traits::*;
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let half = world.split_by_color(Color::with_value(world.rank() % 2)).expect("a color");
+/// let half = footprint::mpi::SharedComm::new(half)?;
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// let sizes = rt.block_on(|| {
+///     let hs: Vec<_> = (0..4).map(|_| footprint::spawn({
+///         let half = half.clone();
+///         move || half.size()
+///     })).collect();
+///     hs.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
+/// });
+/// assert!(sizes.iter().all(|&s| s == half.size()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SharedComm<C> {
+    comm: std::sync::Arc<C>,
+}
+
+// SAFETY: `C` is one of rsmpi's owning communicator types (sealed below): each is only an
+// `MPI_Comm` handle value (no Rust-side state that threads could race on), freed with
+// `MPI_Comm_free` when dropped. They are not `Send`/`Sync` in rsmpi because MPI below
+// `MPI_THREAD_MULTIPLE` forbids calls from several threads. A `SharedComm` exists only after
+// `new` checked that the library granted `MPI_THREAD_MULTIPLE`, under which the MPI standard
+// lets any thread call MPI on the communicator, concurrently, and free it; the `Arc` frees it
+// once, after the last clone, from whichever thread drops that clone.
+unsafe impl<C: Communicator + sealed::OwnedCommunicator> Send for SharedComm<C> {}
+// SAFETY: as for `Send`: shared access only calls MPI functions on the handle, which
+// `MPI_THREAD_MULTIPLE` allows from several threads at once.
+unsafe impl<C: Communicator + sealed::OwnedCommunicator> Sync for SharedComm<C> {}
+
+mod sealed {
+    /// rsmpi's communicator types that own nothing but their `MPI_Comm` handle. Borrowing
+    /// views (`Process`, `AnyProcess`) and user types are left out: their safety cannot be
+    /// argued here.
+    pub trait OwnedCommunicator {}
+    impl OwnedCommunicator for ::mpi::topology::SimpleCommunicator {}
+    impl OwnedCommunicator for ::mpi::topology::CartesianCommunicator {}
+    impl OwnedCommunicator for ::mpi::topology::InterCommunicator {}
+}
+
+impl<C: Communicator + sealed::OwnedCommunicator> SharedComm<C> {
+    /// Wraps `comm`; fails with [`MpiError::ThreadingTooLow`] unless the library granted
+    /// `MPI_THREAD_MULTIPLE` (as [`initialize`] ensures).
+    pub fn new(comm: C) -> Result<SharedComm<C>, MpiError> {
+        check_threading(::mpi::environment::threading_support())?;
+        Ok(SharedComm {
+            comm: std::sync::Arc::new(comm),
+        })
+    }
+}
+
+impl<C> Clone for SharedComm<C> {
+    fn clone(&self) -> Self {
+        SharedComm {
+            comm: std::sync::Arc::clone(&self.comm),
+        }
+    }
+}
+
+impl<C> std::ops::Deref for SharedComm<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.comm
+    }
+}
+
 /// Waits for all `requests` like [`wait`]; the statuses come back in the requests' order.
 ///
 /// ```
@@ -212,7 +379,13 @@ pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S
 /// assert_eq!(got, (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -> Vec<Status> {
+///
+/// Also takes an rsmpi [`RequestCollection`] (see [`WaitAll`]).
+pub fn wait_all<R: WaitAll>(requests: R) -> R::Output {
+    requests.wait_all()
+}
+
+fn wait_all_vec<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -> Vec<Status> {
     let mut statuses: Vec<Option<Status>> = (0..requests.len()).map(|_| None).collect();
     let mut pending: Vec<(usize, Request<'a, D, S>)> = requests.into_iter().enumerate().collect();
     loop {
@@ -238,8 +411,8 @@ pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -
 /// use). Prefer an immediate operation with [`wait`] where one exists: a blocking MPI call
 /// busy-polls its thread.
 ///
-/// MPI handles are not `Send`, so build the communicator inside `f`
-/// (`SimpleCommunicator::world()` is free).
+/// rsmpi's communicators are not `Send`: build the communicator inside `f`
+/// (`SimpleCommunicator::world()` is free) or move a [`SharedComm`] clone into it.
 ///
 /// The blocking pool's threads run on the process's CPU set (the rank's binding), not pinned to
 /// a worker's CPU, so a call that busy-polls inside MPI (Open MPI's blocking calls do) competes
