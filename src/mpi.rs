@@ -7,8 +7,9 @@
 //! A green thread may resume on any worker (work stealing), and [`blocking`] runs its call on a
 //! thread of the blocking pool, so MPI is called from several OS threads, possibly at once.
 //! That is [`Threading::Multiple`]; [`initialize`] asks for it and returns
-//! [`MpiError::ThreadingTooLow`] when the library offers less (`Funneled` or `Serialized` would
-//! need every call funnelled through one dedicated thread, which this layer does not do).
+//! [`MpiError::ThreadingTooLow`] when the library offers less. For a library that grants only
+//! `Funneled` or `Serialized`, start a [`ProgressOwner`] instead: one OS thread initialises MPI
+//! and runs every MPI call the green threads hand it.
 //!
 //! # Communicators in green threads
 //! rsmpi's communicators are not `Send`; [`SharedComm`] makes any owning communicator (split,
@@ -76,6 +77,8 @@ pub enum MpiError {
     },
     /// The rank's allowed CPU set could not be read.
     Affinity(crate::affinity::TopologyError),
+    /// The [`ProgressOwner`]'s thread could not be started or ended early.
+    OwnerThread(String),
 }
 
 impl fmt::Display for MpiError {
@@ -94,6 +97,7 @@ impl fmt::Display for MpiError {
                  and MPICH do by default; check `ompi_info | grep -i thread`)"
             ),
             MpiError::Affinity(e) => write!(f, "cannot read this rank's CPU set: {e}"),
+            MpiError::OwnerThread(e) => write!(f, "footprint's MPI owner thread: {e}"),
         }
     }
 }
@@ -270,7 +274,7 @@ pub fn wait_any<'a, D: ?Sized>(
 /// `MPI_THREAD_MULTIPLE` (the level [`initialize`] requires): only at that level does MPI let
 /// several threads call it at once, which is what green threads on several workers do. Under
 /// `MPI_THREAD_SERIALIZED` or `FUNNELED` there is no safe way to hand a communicator to green
-/// threads, and this type refuses. It wraps rsmpi's owning communicator types only
+/// threads, and this type refuses: hand MPI calls to a [`ProgressOwner`] instead. It wraps rsmpi's owning communicator types only
 /// (`SimpleCommunicator`, from `world()`, `split_*`, `duplicate()`; `CartesianCommunicator`;
 /// `InterCommunicator`), which hold nothing but an `MPI_Comm` handle.
 ///
@@ -543,4 +547,158 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// A job for the [`ProgressOwner`]'s thread.
+type OwnerJob = Box<dyn FnOnce() + Send>;
+
+/// One OS thread that owns MPI: it initialises MPI, runs every MPI call the green threads hand
+/// it ([`ProgressOwner::call`]), one at a time, and finalises MPI when the owner is dropped.
+/// That is what `MPI_THREAD_FUNNELED` (only the thread that initialised MPI calls it) and
+/// `MPI_THREAD_SERIALIZED` (one call at a time) allow, so this works with an MPI library that
+/// does not grant `MPI_THREAD_MULTIPLE`; [`ProgressOwner::provided`] says what it granted (at
+/// `Multiple` you may also use [`SharedComm`] directly).
+///
+/// A green thread in [`call`](ProgressOwner::call) parks on a channel until its job has run, so
+/// its worker keeps running other green threads. Jobs run one after another, so a job must not
+/// wait for something only another rank's later job provides (a blocking receive whose send is
+/// queued behind a receive on the peer deadlocks): poll instead, as in the example (an
+/// immediate matched probe, then a receive of the message that is already there), and send
+/// small messages (they complete eagerly).
+///
+/// ```
+/// use footprint::mpi::rsmpi::{topology::SimpleCommunicator, traits::*};
+/// let owner = footprint::mpi::ProgressOwner::start()?;         // MPI_Init on the owner thread
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// let got = rt.block_on(|| {
+///     let hs: Vec<_> = (0..8).map(|t| footprint::spawn({
+///         let owner = owner.clone();
+///         move || {
+///             owner.call(move || SimpleCommunicator::world().this_process().send_with_tag(&t, t));
+///             loop {                                           // poll; never block the owner
+///                 let got = owner.call(move || {
+///                     let world = SimpleCommunicator::world();
+///                     world.this_process().immediate_matched_probe_with_tag(t)
+///                         .map(|(msg, _)| msg.matched_receive::<i32>().0)
+///                 });
+///                 match got {
+///                     Some(v) => break v,
+///                     None => footprint::yield_now(),
+///                 }
+///             }
+///         }
+///     })).collect();
+///     hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
+/// });
+/// assert_eq!(got, (0..8).sum::<i32>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ProgressOwner {
+    inner: std::sync::Arc<OwnerInner>,
+}
+
+struct OwnerInner {
+    jobs: Option<crate::channel::Sender<OwnerJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    provided: Threading,
+}
+
+impl ProgressOwner {
+    /// Starts the owner thread and initialises MPI on it, asking for `MPI_THREAD_MULTIPLE` and
+    /// accepting `MPI_THREAD_FUNNELED` or more. Fails with [`MpiError::AlreadyInitialized`] or,
+    /// when the library grants only `MPI_THREAD_SINGLE`, [`MpiError::ThreadingTooLow`].
+    pub fn start() -> Result<ProgressOwner, MpiError> {
+        ProgressOwner::start_requesting(Threading::Multiple)
+    }
+
+    /// Like [`start`](ProgressOwner::start), asking the library for `requested` instead (e.g.
+    /// `Threading::Funneled`, where `MPI_THREAD_MULTIPLE` costs locking in the library that
+    /// funnelled calls do not need). `Threading::Single` is refused like a grant of it.
+    pub fn start_requesting(requested: Threading) -> Result<ProgressOwner, MpiError> {
+        let (jobs, job_rx) = crate::channel::unbounded::<OwnerJob>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<Threading, MpiError>>();
+        let thread = std::thread::Builder::new()
+            .name("footprint-mpi-owner".into())
+            .spawn(move || {
+                let Some((universe, provided)) = ::mpi::initialize_with_threading(requested) else {
+                    let _ = ready_tx.send(Err(MpiError::AlreadyInitialized));
+                    return;
+                };
+                if provided < Threading::Funneled {
+                    let _ = ready_tx.send(Err(MpiError::ThreadingTooLow { provided }));
+                    return; // `universe` drops here: MPI is finalised on this thread.
+                }
+                let _ = ready_tx.send(Ok(provided));
+                // Runs until every `ProgressOwner` clone is gone (the channel disconnects).
+                while let Ok(job) = job_rx.recv() {
+                    job();
+                }
+                drop(universe);
+            })
+            .map_err(|e| MpiError::OwnerThread(e.to_string()))?;
+        let provided = match ready_rx.recv() {
+            Ok(Ok(provided)) => provided,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(MpiError::OwnerThread(
+                    "the MPI owner thread ended while initialising MPI".into(),
+                ));
+            }
+        };
+        Ok(ProgressOwner {
+            inner: std::sync::Arc::new(OwnerInner {
+                jobs: Some(jobs),
+                thread: Some(thread),
+                provided,
+            }),
+        })
+    }
+
+    /// The threading level the MPI library granted.
+    pub fn provided(&self) -> Threading {
+        self.inner.provided
+    }
+
+    /// Runs `f` on the owner thread (after the jobs handed over before it) and returns its
+    /// result; the calling green thread parks meanwhile (an OS thread blocks). A panic in `f`
+    /// is caught on the owner thread, which goes on serving, and resumed here.
+    pub fn call<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let (done_tx, done_rx) = crate::channel::bounded(1);
+        let job: OwnerJob = Box::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let _ = done_tx.send(result);
+        });
+        let jobs = self.inner.jobs.as_ref().expect("present until drop");
+        if jobs.send(job).is_err() {
+            panic!("footprint::mpi::ProgressOwner: the owner thread is gone (it panicked?)");
+        }
+        match done_rx.recv() {
+            Ok(Ok(value)) => value,
+            Ok(Err(payload)) => std::panic::resume_unwind(payload),
+            Err(_) => panic!("footprint::mpi::ProgressOwner: the owner thread dropped a job"),
+        }
+    }
+}
+
+impl Drop for OwnerInner {
+    fn drop(&mut self) {
+        // Disconnect the job channel, then wait for the owner to finalise MPI.
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            // A job that held the last clone drops it on the owner thread itself, which then
+            // finalises MPI as its loop ends; joining itself would fail.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
