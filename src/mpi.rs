@@ -94,7 +94,9 @@ impl fmt::Display for MpiError {
                 "the MPI library offers threading level {provided:?} but footprint needs \
                  {REQUIRED_THREADING:?} (MPI_THREAD_MULTIPLE: green threads call MPI from \
                  several workers): use an MPI built with thread-multiple support (Open MPI >= 3 \
-                 and MPICH do by default; check `ompi_info | grep -i thread`)"
+                 and MPICH do by default; check `ompi_info | grep -i thread`), or, at \
+                 MPI_THREAD_FUNNELED or SERIALIZED, hand MPI calls to \
+                 footprint::mpi::ProgressOwner"
             ),
             MpiError::Affinity(e) => write!(f, "cannot read this rank's CPU set: {e}"),
             MpiError::OwnerThread(e) => write!(f, "footprint's MPI owner thread: {e}"),
