@@ -668,12 +668,18 @@ impl ProgressOwner {
 
     /// Runs `f` on the owner thread (after the jobs handed over before it) and returns its
     /// result; the calling green thread parks meanwhile (an OS thread blocks). A panic in `f`
-    /// is caught on the owner thread, which goes on serving, and resumed here.
+    /// is caught on the owner thread, which goes on serving, and resumed here. Called from a
+    /// job (on the owner thread), it runs `f` at once.
     pub fn call<F, R>(&self, f: F) -> R
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
+        let owner_thread = self.inner.thread.as_ref().map(|t| t.thread().id());
+        if owner_thread == Some(std::thread::current().id()) {
+            // Called from a job: queueing would wait for the job that is waiting.
+            return f();
+        }
         let (done_tx, done_rx) = crate::channel::bounded(1);
         let job: OwnerJob = Box::new(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));

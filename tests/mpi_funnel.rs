@@ -101,6 +101,15 @@ fn main() -> ExitCode {
         );
         failed = true;
     }
+    // A job that calls the owner again runs the inner job at once (no self-deadlock).
+    let nested = {
+        let inner = owner.clone();
+        owner.call(move || inner.call(|| SimpleCommunicator::world().rank()))
+    };
+    if nested != rank {
+        eprintln!("mpi_funnel rank {rank}: a nested call returned {nested}");
+        failed = true;
+    }
     owner.call(|| SimpleCommunicator::world().barrier());
     if failed {
         return ExitCode::FAILURE;
