@@ -6,15 +6,21 @@
 //! # Threading level: `MPI_THREAD_MULTIPLE`
 //! A green thread may resume on any worker (work stealing), and [`blocking`] runs its call on a
 //! thread of the blocking pool, so MPI is called from several OS threads, possibly at once.
-//! That is [`Threading::Multiple`](::mpi::Threading::Multiple); [`initialize`] asks for it and
-//! returns [`MpiError::ThreadingTooLow`] when the library offers less (`Funneled` or
-//! `Serialized` would need every call funnelled through one dedicated thread, which this layer
-//! does not do).
+//! That is [`Threading::Multiple`]; [`initialize`] asks for it and returns
+//! [`MpiError::ThreadingTooLow`] when the library offers less. For a library that grants only
+//! `Funneled` or `Serialized`, start a [`ProgressOwner`] instead: one OS thread initialises MPI
+//! and runs every MPI call the green threads hand it.
+//!
+//! # Communicators in green threads
+//! rsmpi's communicators are not `Send`; [`SharedComm`] makes any owning communicator (split,
+//! duplicated, Cartesian, inter) a `Send + Sync` handle for green threads, and exists only
+//! under `MPI_THREAD_MULTIPLE` (see its safety argument).
 //!
 //! # Waiting without stalling a worker
-//! - [`wait`] / [`wait_all`] / [`progress`]: poll immediate requests (`immediate_send`,
-//!   `immediate_receive_into`, `immediate_all_reduce_into`, ...) with `MPI_Test`, yielding the
-//!   worker to other green threads between polls. No extra OS thread; the preferred way.
+//! - [`wait`] / [`wait_all`] / [`wait_any`] / [`progress`]: poll immediate requests
+//!   (`immediate_send`, `immediate_receive_into`, `immediate_all_reduce_into`, ...) with
+//!   `MPI_Test*`, yielding the worker to other green threads between polls. No extra OS thread;
+//!   the preferred way. `wait_all` takes a `Vec` of requests or an rsmpi `RequestCollection`.
 //! - [`blocking`]: run a blocking call (`receive`, `all_reduce_into`, ...) on the blocking pool
 //!   while the green thread parks, for calls that have no immediate form.
 //!
@@ -52,7 +58,7 @@ pub use ::mpi as rsmpi;
 use ::mpi::collective::CommunicatorCollectives;
 use ::mpi::environment::Universe;
 use ::mpi::point_to_point::Status;
-use ::mpi::request::{Request, Scope};
+use ::mpi::request::{Request, RequestCollection, Scope};
 use ::mpi::topology::Communicator;
 use ::mpi::Threading;
 
@@ -71,6 +77,8 @@ pub enum MpiError {
     },
     /// The rank's allowed CPU set could not be read.
     Affinity(crate::affinity::TopologyError),
+    /// The [`ProgressOwner`]'s thread could not be started or ended early.
+    OwnerThread(String),
 }
 
 impl fmt::Display for MpiError {
@@ -86,9 +94,12 @@ impl fmt::Display for MpiError {
                 "the MPI library offers threading level {provided:?} but footprint needs \
                  {REQUIRED_THREADING:?} (MPI_THREAD_MULTIPLE: green threads call MPI from \
                  several workers): use an MPI built with thread-multiple support (Open MPI >= 3 \
-                 and MPICH do by default; check `ompi_info | grep -i thread`)"
+                 and MPICH do by default; check `ompi_info | grep -i thread`), or, at \
+                 MPI_THREAD_FUNNELED or SERIALIZED, hand MPI calls to \
+                 footprint::mpi::ProgressOwner"
             ),
             MpiError::Affinity(e) => write!(f, "cannot read this rank's CPU set: {e}"),
+            MpiError::OwnerThread(e) => write!(f, "footprint's MPI owner thread: {e}"),
         }
     }
 }
@@ -184,6 +195,168 @@ pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S
     }
 }
 
+/// Requests [`wait_all`] can wait for: a `Vec` of requests (statuses in the requests' order)
+/// or an rsmpi [`RequestCollection`] (from `request::multiple_scope`: the completed requests'
+/// indices, statuses and buffers, in completion order).
+pub trait WaitAll {
+    /// What waiting for them gives.
+    type Output;
+    /// Waits like [`wait_all`].
+    fn wait_all(self) -> Self::Output;
+}
+
+impl<'a, D: ?Sized, S: Scope<'a>> WaitAll for Vec<Request<'a, D, S>> {
+    type Output = Vec<Status>;
+    fn wait_all(self) -> Vec<Status> {
+        wait_all_vec(self)
+    }
+}
+
+impl<'a, D: ?Sized> WaitAll for &mut RequestCollection<'a, D> {
+    type Output = Vec<(usize, Status, &'a D)>;
+    fn wait_all(self) -> Vec<(usize, Status, &'a D)> {
+        let mut done = Vec::new();
+        let mut batch = Vec::new();
+        while self.incomplete() > 0 {
+            self.test_some(&mut batch);
+            if batch.is_empty() {
+                crate::yield_now();
+                std::thread::yield_now();
+            }
+            done.append(&mut batch);
+        }
+        done
+    }
+}
+
+/// Waits for any incomplete request of an rsmpi [`RequestCollection`] like [`wait`] (other
+/// green threads run between `MPI_Testany` polls); returns its index, status and buffer, or
+/// `None` when every request of the collection has already completed.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{request, traits::*};
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let me = world.this_process();
+/// let (one, mut a, mut b) = (1u32, [0u32], [0u32]);
+/// request::multiple_scope(2, |scope, coll| {
+///     coll.add(me.immediate_receive_into_with_tag(scope, &mut a[..], 1));
+///     coll.add(me.immediate_receive_into_with_tag(scope, &mut b[..], 2));
+///     me.send_with_tag(&one, 2);
+///     let (i, status, _) = footprint::mpi::wait_any(coll).expect("one incomplete");
+///     assert_eq!((i, status.tag()), (1, 2));
+///     me.send_with_tag(&one, 1);
+///     assert_eq!(footprint::mpi::wait_all(&mut *coll).len(), 1);
+///     assert!(footprint::mpi::wait_any(coll).is_none());
+/// });
+/// # Ok::<(), footprint::mpi::MpiError>(())
+/// ```
+pub fn wait_any<'a, D: ?Sized>(
+    requests: &mut RequestCollection<'a, D>,
+) -> Option<(usize, Status, &'a D)> {
+    // MPI_Testany on a collection with nothing incomplete answers MPI_UNDEFINED.
+    while requests.incomplete() > 0 {
+        if let Some(done) = requests.test_any() {
+            return Some(done);
+        }
+        crate::yield_now();
+        std::thread::yield_now();
+    }
+    None
+}
+
+/// Any communicator (`world`, one from `split_by_color`, `duplicate`, a Cartesian one, ...) as a
+/// handle that green threads may move and share: rsmpi's communicators are neither `Send` nor
+/// `Sync`, because MPI below `MPI_THREAD_MULTIPLE` forbids calls from several threads. This
+/// handle derefs to the communicator and clones cheaply (an `Arc`); the communicator is freed
+/// when the last clone is dropped.
+///
+/// # Why it may be shared: `MPI_THREAD_MULTIPLE` only
+/// [`SharedComm::new`] fails with [`MpiError::ThreadingTooLow`] unless the library granted
+/// `MPI_THREAD_MULTIPLE` (the level [`initialize`] requires): only at that level does MPI let
+/// several threads call it at once, which is what green threads on several workers do. Under
+/// `MPI_THREAD_SERIALIZED` or `FUNNELED` there is no safe way to hand a communicator to green
+/// threads, and this type refuses: hand MPI calls to a [`ProgressOwner`] instead. It wraps rsmpi's owning communicator types only
+/// (`SimpleCommunicator`, from `world()`, `split_*`, `duplicate()`; `CartesianCommunicator`;
+/// `InterCommunicator`), which hold nothing but an `MPI_Comm` handle.
+///
+/// Two rules MPI keeps at any threading level:
+/// - ranks enter the collectives of one communicator in the same order, so do not run two
+///   collectives on one communicator from two green threads at once (give each its own
+///   `duplicate()`); point-to-point calls from many green threads at once are fine;
+/// - drop every clone before the [`Universe`] (MPI_Finalize), e.g. keep the universe in a
+///   variable declared first in `main`.
+///
+/// ```
+/// use footprint::mpi::rsmpi::topology::Color;
+/// use footprint::mpi::rsmpi::traits::*;
+/// let universe = footprint::mpi::initialize()?;
+/// let world = universe.world();
+/// let half = world.split_by_color(Color::with_value(world.rank() % 2)).expect("a color");
+/// let half = footprint::mpi::SharedComm::new(half)?;
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// let sizes = rt.block_on(|| {
+///     let hs: Vec<_> = (0..4).map(|_| footprint::spawn({
+///         let half = half.clone();
+///         move || half.size()
+///     })).collect();
+///     hs.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
+/// });
+/// assert!(sizes.iter().all(|&s| s == half.size()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SharedComm<C> {
+    comm: std::sync::Arc<C>,
+}
+
+// SAFETY: `C` is one of rsmpi's owning communicator types (sealed below): each is only an
+// `MPI_Comm` handle value (no Rust-side state that threads could race on), freed with
+// `MPI_Comm_free` when dropped. They are not `Send`/`Sync` in rsmpi because MPI below
+// `MPI_THREAD_MULTIPLE` forbids calls from several threads. A `SharedComm` exists only after
+// `new` checked that the library granted `MPI_THREAD_MULTIPLE`, under which the MPI standard
+// lets any thread call MPI on the communicator, concurrently, and free it; the `Arc` frees it
+// once, after the last clone, from whichever thread drops that clone.
+unsafe impl<C: Communicator + sealed::OwnedCommunicator> Send for SharedComm<C> {}
+// SAFETY: as for `Send`: shared access only calls MPI functions on the handle, which
+// `MPI_THREAD_MULTIPLE` allows from several threads at once.
+unsafe impl<C: Communicator + sealed::OwnedCommunicator> Sync for SharedComm<C> {}
+
+mod sealed {
+    /// rsmpi's communicator types that own nothing but their `MPI_Comm` handle. Borrowing
+    /// views (`Process`, `AnyProcess`) and user types are left out: their safety cannot be
+    /// argued here.
+    pub trait OwnedCommunicator {}
+    impl OwnedCommunicator for ::mpi::topology::SimpleCommunicator {}
+    impl OwnedCommunicator for ::mpi::topology::CartesianCommunicator {}
+    impl OwnedCommunicator for ::mpi::topology::InterCommunicator {}
+}
+
+impl<C: Communicator + sealed::OwnedCommunicator> SharedComm<C> {
+    /// Wraps `comm`; fails with [`MpiError::ThreadingTooLow`] unless the library granted
+    /// `MPI_THREAD_MULTIPLE` (as [`initialize`] ensures).
+    pub fn new(comm: C) -> Result<SharedComm<C>, MpiError> {
+        check_threading(::mpi::environment::threading_support())?;
+        Ok(SharedComm {
+            comm: std::sync::Arc::new(comm),
+        })
+    }
+}
+
+impl<C> Clone for SharedComm<C> {
+    fn clone(&self) -> Self {
+        SharedComm {
+            comm: std::sync::Arc::clone(&self.comm),
+        }
+    }
+}
+
+impl<C> std::ops::Deref for SharedComm<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.comm
+    }
+}
+
 /// Waits for all `requests` like [`wait`]; the statuses come back in the requests' order.
 ///
 /// ```
@@ -212,7 +385,13 @@ pub fn progress<'a, D: ?Sized, S: Scope<'a>>(requests: &mut Vec<Request<'a, D, S
 /// assert_eq!(got, (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -> Vec<Status> {
+///
+/// Also takes an rsmpi [`RequestCollection`] (see [`WaitAll`]).
+pub fn wait_all<R: WaitAll>(requests: R) -> R::Output {
+    requests.wait_all()
+}
+
+fn wait_all_vec<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -> Vec<Status> {
     let mut statuses: Vec<Option<Status>> = (0..requests.len()).map(|_| None).collect();
     let mut pending: Vec<(usize, Request<'a, D, S>)> = requests.into_iter().enumerate().collect();
     loop {
@@ -238,8 +417,8 @@ pub fn wait_all<'a, D: ?Sized, S: Scope<'a>>(requests: Vec<Request<'a, D, S>>) -
 /// use). Prefer an immediate operation with [`wait`] where one exists: a blocking MPI call
 /// busy-polls its thread.
 ///
-/// MPI handles are not `Send`, so build the communicator inside `f`
-/// (`SimpleCommunicator::world()` is free).
+/// rsmpi's communicators are not `Send`: build the communicator inside `f`
+/// (`SimpleCommunicator::world()` is free) or move a [`SharedComm`] clone into it.
 ///
 /// The blocking pool's threads run on the process's CPU set (the rank's binding), not pinned to
 /// a worker's CPU, so a call that busy-polls inside MPI (Open MPI's blocking calls do) competes
@@ -370,4 +549,164 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// A job for the [`ProgressOwner`]'s thread.
+type OwnerJob = Box<dyn FnOnce() + Send>;
+
+/// One OS thread that owns MPI: it initialises MPI, runs every MPI call the green threads hand
+/// it ([`ProgressOwner::call`]), one at a time, and finalises MPI when the owner is dropped.
+/// That is what `MPI_THREAD_FUNNELED` (only the thread that initialised MPI calls it) and
+/// `MPI_THREAD_SERIALIZED` (one call at a time) allow, so this works with an MPI library that
+/// does not grant `MPI_THREAD_MULTIPLE`; [`ProgressOwner::provided`] says what it granted (at
+/// `Multiple` you may also use [`SharedComm`] directly).
+///
+/// A green thread in [`call`](ProgressOwner::call) parks on a channel until its job has run, so
+/// its worker keeps running other green threads. Jobs run one after another, so a job must not
+/// wait for something only another rank's later job provides (a blocking receive whose send is
+/// queued behind a receive on the peer deadlocks): poll instead, as in the example (an
+/// immediate matched probe, then a receive of the message that is already there), and send
+/// small messages (they complete eagerly).
+///
+/// ```
+/// use footprint::mpi::rsmpi::{topology::SimpleCommunicator, traits::*};
+/// let owner = footprint::mpi::ProgressOwner::start()?;         // MPI_Init on the owner thread
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// let got = rt.block_on(|| {
+///     let hs: Vec<_> = (0..8).map(|t| footprint::spawn({
+///         let owner = owner.clone();
+///         move || {
+///             owner.call(move || SimpleCommunicator::world().this_process().send_with_tag(&t, t));
+///             loop {                                           // poll; never block the owner
+///                 let got = owner.call(move || {
+///                     let world = SimpleCommunicator::world();
+///                     world.this_process().immediate_matched_probe_with_tag(t)
+///                         .map(|(msg, _)| msg.matched_receive::<i32>().0)
+///                 });
+///                 match got {
+///                     Some(v) => break v,
+///                     None => footprint::yield_now(),
+///                 }
+///             }
+///         }
+///     })).collect();
+///     hs.into_iter().map(|h| h.join().unwrap()).sum::<i32>()
+/// });
+/// assert_eq!(got, (0..8).sum::<i32>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ProgressOwner {
+    inner: std::sync::Arc<OwnerInner>,
+}
+
+struct OwnerInner {
+    jobs: Option<crate::channel::Sender<OwnerJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    provided: Threading,
+}
+
+impl ProgressOwner {
+    /// Starts the owner thread and initialises MPI on it, asking for `MPI_THREAD_MULTIPLE` and
+    /// accepting `MPI_THREAD_FUNNELED` or more. Fails with [`MpiError::AlreadyInitialized`] or,
+    /// when the library grants only `MPI_THREAD_SINGLE`, [`MpiError::ThreadingTooLow`].
+    pub fn start() -> Result<ProgressOwner, MpiError> {
+        ProgressOwner::start_requesting(Threading::Multiple)
+    }
+
+    /// Like [`start`](ProgressOwner::start), asking the library for `requested` instead (e.g.
+    /// `Threading::Funneled`, where `MPI_THREAD_MULTIPLE` costs locking in the library that
+    /// funnelled calls do not need). `Threading::Single` is refused like a grant of it.
+    pub fn start_requesting(requested: Threading) -> Result<ProgressOwner, MpiError> {
+        let (jobs, job_rx) = crate::channel::unbounded::<OwnerJob>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<Threading, MpiError>>();
+        let thread = std::thread::Builder::new()
+            .name("footprint-mpi-owner".into())
+            .spawn(move || {
+                let Some((universe, provided)) = ::mpi::initialize_with_threading(requested) else {
+                    let _ = ready_tx.send(Err(MpiError::AlreadyInitialized));
+                    return;
+                };
+                if provided < Threading::Funneled {
+                    let _ = ready_tx.send(Err(MpiError::ThreadingTooLow { provided }));
+                    return; // `universe` drops here: MPI is finalised on this thread.
+                }
+                let _ = ready_tx.send(Ok(provided));
+                // Runs until every `ProgressOwner` clone is gone (the channel disconnects).
+                while let Ok(job) = job_rx.recv() {
+                    job();
+                }
+                drop(universe);
+            })
+            .map_err(|e| MpiError::OwnerThread(e.to_string()))?;
+        let provided = match ready_rx.recv() {
+            Ok(Ok(provided)) => provided,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(MpiError::OwnerThread(
+                    "the MPI owner thread ended while initialising MPI".into(),
+                ));
+            }
+        };
+        Ok(ProgressOwner {
+            inner: std::sync::Arc::new(OwnerInner {
+                jobs: Some(jobs),
+                thread: Some(thread),
+                provided,
+            }),
+        })
+    }
+
+    /// The threading level the MPI library granted.
+    pub fn provided(&self) -> Threading {
+        self.inner.provided
+    }
+
+    /// Runs `f` on the owner thread (after the jobs handed over before it) and returns its
+    /// result; the calling green thread parks meanwhile (an OS thread blocks). A panic in `f`
+    /// is caught on the owner thread, which goes on serving, and resumed here. Called from a
+    /// job (on the owner thread), it runs `f` at once.
+    pub fn call<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let owner_thread = self.inner.thread.as_ref().map(|t| t.thread().id());
+        if owner_thread == Some(std::thread::current().id()) {
+            // Called from a job: queueing would wait for the job that is waiting.
+            return f();
+        }
+        let (done_tx, done_rx) = crate::channel::bounded(1);
+        let job: OwnerJob = Box::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let _ = done_tx.send(result);
+        });
+        let jobs = self.inner.jobs.as_ref().expect("present until drop");
+        if jobs.send(job).is_err() {
+            panic!("footprint::mpi::ProgressOwner: the owner thread is gone (it panicked?)");
+        }
+        match done_rx.recv() {
+            Ok(Ok(value)) => value,
+            Ok(Err(payload)) => std::panic::resume_unwind(payload),
+            Err(_) => panic!("footprint::mpi::ProgressOwner: the owner thread dropped a job"),
+        }
+    }
+}
+
+impl Drop for OwnerInner {
+    fn drop(&mut self) {
+        // Disconnect the job channel, then wait for the owner to finalise MPI.
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            // A job that held the last clone drops it on the owner thread itself, which then
+            // finalises MPI as its loop ends; joining itself would fail.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
