@@ -126,8 +126,7 @@ where
                 .extend(sink.runs)
         },
     );
-    let parts = in_item_order(parts, outcome);
-    parts
+    in_item_order(parts, outcome)
 }
 
 /// The participants' partial results in item order, once the loop is over; after a panic
