@@ -36,7 +36,7 @@
 //!
 //! [`select!`](crate::select) and [`Select`] wait on several operations at once (fair random
 //! choice among the ready ones, `default` and timeouts, disconnected operations ready);
-//! [`after`], [`at`], [`tick`] and [`never`] are channels of time for them.
+//! [`after`], [`at`], [`tick`] and [`never`](fn@never) are channels of time for them.
 //!
 //! ```
 //! use footprint::channel;

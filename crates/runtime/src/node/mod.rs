@@ -6,10 +6,10 @@
 //! - `allocator.rs`: the Cores Allocator (all cores vs processor sets, phase changes with the
 //!   γ threshold), tested on the paper's FA + SM and apsi + fma3d examples;
 //! - `policy.rs`: the Policy Allocator's rule ([`policies`]; computed and reported in
-//!   [`NodeStats::policy`], not applied: run [`Builder::tranquilizer`] for the levers);
+//!   [`NodeStats::policy`], not applied: run [`Builder::tranquilizer`](crate::Builder::tranquilizer) for the levers);
 //! - `table.rs`: the node-wide table in `/dev/shm` ([`NodeTable`]): versioned layout, a
 //!   lock the kernel releases when its holder dies, dead members swept;
-//! - `member.rs`: [`Builder::co_schedule`]'s daemon (publish, allocate, apply).
+//! - `member.rs`: [`Builder::co_schedule`](crate::Builder::co_schedule)'s daemon (publish, allocate, apply).
 
 mod allocator;
 #[cfg(test)]
