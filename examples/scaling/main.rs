@@ -167,7 +167,12 @@ fn main() -> ExitCode {
     );
     for &w in &args.workers {
         let on = cpus::first(&allowed, w);
-        let rt = match footprint::Runtime::builder().workers(w).build() {
+        let rt = match footprint::Runtime::builder()
+            .workers(w)
+            // W is asked for explicitly: more workers than CPUs is the point of some rows.
+            .oversubscribe(true)
+            .build()
+        {
             Ok(rt) => rt,
             Err(e) => {
                 eprintln!("cannot build a runtime with {w} workers: {e}");
