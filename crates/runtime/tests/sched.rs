@@ -56,9 +56,27 @@ fn unpark_with_placement_resumes_on_the_named_worker() {
         while rt.sleeping_workers() < 2 {
             std::thread::yield_now();
         }
+        let before = rt.stats();
         go.store(true, Ordering::Release);
         u.unpark(Placement::Worker(target));
-        assert_eq!(h.join().unwrap(), Some(target));
+        let ran_on = h.join().unwrap();
+        let after = rt.stats();
+        // The hint routes the thread to the named worker's inbox, always.
+        assert_eq!(
+            after.workers[target].inbox_wakeups,
+            before.workers[target].inbox_wakeups + 1,
+            "the unpark did not go to worker {target}'s inbox"
+        );
+        // Placement yields to load balance: the other worker, in its last search before its
+        // futex wait, may take the thread from that inbox; then that shows as its steal.
+        if ran_on != Some(target) {
+            let other = 1 - target;
+            assert_eq!(ran_on, Some(other));
+            assert!(
+                after.workers[other].steals() > before.workers[other].steals(),
+                "the thread ran on worker {other} without being stolen there"
+            );
+        }
     }
 }
 
