@@ -1,6 +1,6 @@
 //! The adaptive worker count against fixed counts, side by side in one run.
 //!
-//! Workloads (`benches/common/adaptive.rs`), each on fixed 1, fixed `cpus / 2` and fixed `cpus`
+//! Workloads (`crates/workloads/src/adaptive.rs`), each on fixed 1, fixed `cpus / 2` and fixed `cpus`
 //! workers and on adaptive `1..=cpus` (`cpus`: the CPUs the process may use; on a 2-CPU machine
 //! fixed 1, fixed 2 and adaptive 1..=2, the whole choice being 1 or 2; run it under
 //! `taskset -c 0-3` for a 4-CPU view of a bigger machine):
@@ -21,12 +21,8 @@
 //!
 //! Run: `cargo bench --bench adaptive -- --warm-up-time 1 --measurement-time 2`
 
-#[path = "common/adaptive.rs"]
-mod adaptive;
-#[path = "common/multiprog.rs"]
-mod program;
-#[path = "common/work.rs"]
-mod work;
+use footprint_workloads::adaptive;
+use footprint_workloads::multiprog as program;
 
 use adaptive::Config;
 use criterion::{criterion_group, BenchmarkId, Criterion};
@@ -34,7 +30,7 @@ use std::time::Duration;
 
 /// The longest warm-up before measuring (it ends as soon as the search has settled: well under
 /// a second on 2 CPUs). A search on `1..=16` with a peak between its tries takes up to 5.5 s on
-/// the model (`crates/runtime/src/adaptive/search_model_tests.rs`).
+/// the model (`crates/runtime/src/adaptive/controller/search_model_tests.rs`).
 const SETTLE: Duration = Duration::from_secs(8);
 
 /// One workload on every configuration: each runtime warmed with `warm` until settled, then
@@ -117,8 +113,7 @@ fn multiprogramming(c: &mut Criterion) {
     g.finish();
 }
 
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

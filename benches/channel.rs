@@ -182,12 +182,9 @@ fn mpmc(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/green.rs"]
-mod green;
-#[path = "common/micro.rs"]
-mod micro;
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::green;
+use footprint_workloads::micro;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

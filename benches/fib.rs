@@ -14,8 +14,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-#[path = "common/fib.rs"]
-mod fib;
+use footprint_workloads::fib;
 
 use fib::{fib_footprint, fib_rayon, fib_sequential};
 
@@ -49,10 +48,8 @@ fn fib_benches(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/peers.rs"]
-mod peers;
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::peers;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

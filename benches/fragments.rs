@@ -23,8 +23,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use workload::{Setup, CONFIGS, PER, WORKERS};
 
-#[path = "common/fragments.rs"]
-mod workload;
+use footprint_workloads::fragments as workload;
 
 fn fragments(c: &mut Criterion) {
     let rt = footprint::Runtime::builder()

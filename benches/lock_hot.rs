@@ -50,10 +50,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::locks::placement;
 
-#[path = "common/lock_hot.rs"]
-mod bodies;
-#[path = "common/work.rs"]
-mod work;
+use footprint_workloads::lock_hot as bodies;
 
 use bodies::{Green, LockBench, OsThreads, ALL, WORKERS};
 
@@ -100,8 +97,7 @@ fn lock_hot(c: &mut Criterion) {
     }
 }
 
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

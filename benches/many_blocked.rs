@@ -88,8 +88,7 @@ fn many_blocked(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

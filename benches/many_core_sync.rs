@@ -28,8 +28,7 @@
 //! as a ratio to the first variant, the peer), a quick look for before/after comparisons.
 //! `FOOTPRINT_MANY_CORE_ONLY=<part of a group name>` picks the workloads.
 
-#[path = "common/many_core.rs"]
-mod bodies;
+use footprint_workloads::many_core as bodies;
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;

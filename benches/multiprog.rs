@@ -24,10 +24,7 @@
 //! (the background copies are this binary re-run with `FOOTPRINT_MULTIPROG_BACKGROUND=<variant>`;
 //! they are killed when their degree is done.)
 
-#[path = "common/multiprog.rs"]
-mod program;
-#[path = "common/work.rs"]
-mod work;
+use footprint_workloads::multiprog as program;
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
 use program::{Background, Variant};
@@ -45,8 +42,7 @@ fn multiprogramming(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

@@ -26,12 +26,9 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use footprint::par::{self, Affinity, Schedule};
 
-#[path = "common/jacobi.rs"]
-mod jacobi;
-#[path = "common/peers.rs"]
-mod peers;
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::jacobi;
+use footprint_workloads::peers;
+use footprint_workloads::short;
 
 const WORKERS: usize = 2;
 const CHUNKS: usize = 32;

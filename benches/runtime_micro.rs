@@ -18,8 +18,7 @@
 //!
 //! Run: `cargo bench --bench runtime_micro -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "common/micro.rs"]
-mod micro;
+use footprint_workloads::micro;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -71,8 +70,7 @@ fn spawn_join_benches(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

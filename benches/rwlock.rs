@@ -94,10 +94,8 @@ fn rwlock(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/green.rs"]
-mod green;
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::green;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

@@ -14,8 +14,7 @@
 //!
 //! Run: `cargo bench --bench skynet -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "common/skynet.rs"]
-mod skynet;
+use footprint_workloads::skynet;
 
 use std::hint::black_box;
 
@@ -67,10 +66,8 @@ fn skynet_benches(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/peers.rs"]
-mod peers;
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::peers;
+use footprint_workloads::short;
 
 criterion_group! {
     name = benches;

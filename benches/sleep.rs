@@ -5,8 +5,7 @@
 //!
 //! Run: `cargo bench --bench sleep -- --warm-up-time 1 --measurement-time 2`
 
-#[path = "common/sleep.rs"]
-mod sleep;
+use footprint_workloads::sleep;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 

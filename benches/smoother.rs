@@ -66,10 +66,8 @@ fn smoother(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/orders.rs"]
-mod orders;
-#[path = "common/smoother.rs"]
-mod smoother_grid;
+use footprint_workloads::orders;
+use footprint_workloads::smoother as smoother_grid;
 
 criterion_group!(benches, smoother);
 criterion_main!(benches);

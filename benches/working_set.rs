@@ -23,8 +23,7 @@
 //!
 //! Run: `cargo bench --bench working_set -- --warm-up-time 1 --measurement-time 3`
 
-#[path = "common/working_set.rs"]
-mod workload;
+use footprint_workloads::working_set as workload;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use footprint::sync::Barrier;
@@ -67,11 +66,9 @@ fn working_set(c: &mut Criterion) {
     group.finish();
 }
 
-#[path = "common/short.rs"]
-mod short;
+use footprint_workloads::short;
 
-#[path = "common/orders.rs"]
-mod orders;
+use footprint_workloads::orders;
 
 criterion_group! {
     name = benches;

@@ -8,8 +8,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-#[path = "common/cli.rs"]
-mod cli;
+use footprint_workloads::cli;
 
 /// `fib(n)` with a `join` at every level: each call offers its second half to idle workers.
 fn fib(n: u64) -> u64 {

@@ -14,8 +14,7 @@ use std::time::Instant;
 
 use footprint::par::{Affinity, Schedule};
 
-#[path = "../benches/common/jacobi.rs"]
-mod jacobi;
+use footprint_workloads::jacobi;
 
 const USAGE: &str =
     "usage: jacobi_par [--dim 1|2] [--kib BYTES_IN_KIB] [--sweeps N] [--workers N] [--chunks N]";

@@ -1,4 +1,4 @@
-//! One of 000's lock micro-benchmarks (`benches/common/lock_hot.rs`) in a loop, alone in its
+//! One of 000's lock micro-benchmarks (`crates/workloads/src/lock_hot.rs`) in a loop, alone in its
 //! process, with what the runtime did per critical section: for profilers and for explaining a
 //! ratio of the `lock_hot` bench.
 //!
@@ -12,10 +12,7 @@
 //! off) or `std` (OS threads with `std::sync`). Prints the median run time and, for green runs,
 //! runs (starts and resumes), parks and steals per critical section.
 
-#[path = "../benches/common/lock_hot.rs"]
-mod bodies;
-#[path = "../benches/common/work.rs"]
-mod work;
+use footprint_workloads::lock_hot as bodies;
 
 use bodies::{Green, OsThreads, ALL, OPS, THREADS, WORKERS};
 use std::process::ExitCode;

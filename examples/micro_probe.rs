@@ -19,11 +19,9 @@
 //! time does not grow when other processes take the CPU away, so it compares processes (and
 //! commits) on a loaded machine.
 
-#[path = "../benches/common/micro.rs"]
-mod micro;
+use footprint_workloads::micro;
 
-#[path = "../benches/common/fib.rs"]
-mod fib;
+use footprint_workloads::fib;
 
 use std::hint::black_box;
 use std::process::ExitCode;

@@ -8,8 +8,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-#[path = "common/cli.rs"]
-mod cli;
+use footprint_workloads::cli;
 
 /// Solutions with queens already on `cols` and attacking the diagonals `left`/`right`, placing the
 /// next queen on one of the squares in `candidates`.

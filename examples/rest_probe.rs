@@ -1,5 +1,5 @@
 //! The adaptive bench's lock-bound workload (8 green threads on one `Mutex`, 32 KiB touched per
-//! critical section; `benches/common/adaptive.rs`) on an N-worker runtime whose active-worker
+//! critical section; `crates/workloads/src/adaptive.rs`) on an N-worker runtime whose active-worker
 //! limit is lowered after the first round: compare its time per operation with a
 //! 1-worker runtime's. Each round spawns new threads, so the rounds after the first show whether
 //! workers above the limit still take work.
@@ -7,11 +7,7 @@
 //! `cargo run --release --example rest_probe -- WORKERS ACTIVE ITERS FIRST_ACTIVE`, e.g.
 //! `-- 8 1 5000 8` against `-- 1 1 5000 1`; prints ns per operation per round and the stats.
 
-#[path = "../benches/common/adaptive.rs"]
-mod adaptive;
-#[path = "../benches/common/work.rs"]
-#[allow(dead_code)]
-mod work;
+use footprint_workloads::adaptive;
 
 use std::process::ExitCode;
 

@@ -11,8 +11,7 @@
 //! Options: `--impl footprint|rayon|may`, `--leaves <power of ten>`, `--workers <n>` (default 2),
 //! `--runs <n>` (default 3; the best run is reported as `best`, every run as `runs`).
 
-#[path = "../benches/common/skynet.rs"]
-mod skynet;
+use footprint_workloads::skynet;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,8 +11,7 @@
 //! (default 1,000), `--rounds <n>` (default 5). Lateness is a thread's time asleep minus `D`
 //! (`sleep` never returns early; the example fails if one does).
 
-#[path = "../benches/common/sleep.rs"]
-mod sleep;
+use footprint_workloads::sleep;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -14,8 +14,7 @@ use std::time::Instant;
 
 use footprint::sync::{Barrier, Mutex};
 
-#[path = "common/cli.rs"]
-mod cli;
+use footprint_workloads::cli;
 
 /// Cells per rank.
 const CELLS: usize = 4_096;

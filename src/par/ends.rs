@@ -1,8 +1,6 @@
 //! The two ends of one worker's list of chunks, packed in one atomic word: the worker takes
 //! from the front, thieves from the back, and one compare-and-swap decides each take, so every
-//! place between the ends is taken exactly once (checked by the loom model `crates/runtime/tests/loom_par_ends.rs`).
-//!
-//! Only atomics here (no other module of the crate), so the loom model can include this file.
+//! place between the ends is taken exactly once (checked by the loom model in `ends/loom_model.rs`).
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
@@ -81,3 +79,6 @@ impl Ends {
             .map(|_| back - 1)
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;

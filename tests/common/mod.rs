@@ -14,8 +14,6 @@ pub fn runtime(workers: usize) -> Runtime {
         .unwrap_or_else(|e| panic!("building a runtime with {workers} workers failed: {e}"))
 }
 
-// The runtime crate's test helpers (one `with_watchdog` for the whole repository).
-#[path = "../../crates/runtime/tests/common/mod.rs"]
-mod runtime_common;
+// One watchdog for the whole repository (crates/testkit).
 #[allow(unused_imports)] // not every test file that includes this module uses it
-pub use runtime_common::with_watchdog;
+pub use footprint_testkit::with_watchdog;

@@ -27,9 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[path = "common/work.rs"]
-mod work_units;
-use work_units::{units_per_us, work};
+use footprint_workloads::calibrated::{units_per_us, work};
 
 /// Anything lockable: runs `f` under the lock.
 trait Lockable: Send + Sync + 'static {

@@ -16,9 +16,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-#[path = "../benches/common/work.rs"]
-mod work_units;
-use work_units::{units_per_us, work};
+use footprint_workloads::calibrated::{units_per_us, work};
 
 /// Anything lockable: runs `f` under the lock.
 trait Lockable: Send + Sync + 'static {

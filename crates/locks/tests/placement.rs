@@ -11,9 +11,8 @@ use footprint_locks::{
     RawTicketLock, RawTtasLock,
 };
 
-#[path = "common/fake_hook.rs"]
-mod fake_hook;
-use fake_hook::{until_parked, with_parked_waiter, FakeHook};
+mod common;
+use common::fake_hook::{until_parked, with_parked_waiter, FakeHook};
 
 /// The releaser's worker in the fake hook.
 const RELEASER_WORKER: usize = 3;

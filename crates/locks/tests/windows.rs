@@ -12,9 +12,8 @@ use footprint_locks::{
     install_hook, uninstall_hook, BlockTtasMutex, Condvar, Informed, PriorityClass, RawArrayLock,
 };
 
-#[path = "common/fake_hook.rs"]
-mod fake_hook;
-use fake_hook::{until_parked, with_parked_waiter, FakeHook};
+mod common;
+use common::fake_hook::{until_parked, with_parked_waiter, FakeHook};
 
 /// The waiter stops in `wait` right after releasing the mutex (its next `class_cell` call:
 /// the condvar publishes `Waiter` there, before parking). A notifier then takes the mutex, sets

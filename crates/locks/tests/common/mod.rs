@@ -1,5 +1,8 @@
-//! Helpers shared by the OS-thread test files (`stress.rs`, `oversubscribed.rs`).
+//! Helpers shared by the test files: counters for the OS-thread tests (`stress.rs`,
+//! `oversubscribed.rs`), and [`fake_hook`], the scheduler hook of `placement.rs` and `windows.rs`.
 #![allow(dead_code)]
+
+pub mod fake_hook;
 
 use std::sync::Arc;
 

@@ -526,17 +526,13 @@ impl Controller {
     }
 }
 
-#[path = "search_end.rs"]
 mod search_end;
 
 #[cfg(test)]
-#[path = "controller_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "research_tests.rs"]
 mod research_tests;
 
 #[cfg(test)]
-#[path = "search_model_tests.rs"]
 mod search_model_tests;
