@@ -13,6 +13,7 @@
 //! Each copy is this program re-run as a child process (`coschedule child <work> <secs>
 //! <table or ->`). Timings on a shared machine are indicative only.
 
+use clap::{Parser, ValueEnum};
 use footprint::node::NodeConfig;
 use footprint::Runtime;
 use std::process::{Command, Stdio};
@@ -113,22 +114,47 @@ fn run(
     Ok((total, text))
 }
 
+/// ADAPT on this machine: COPIES copies of a workload mix run side by side with the OS's
+/// all-cores default, then co-scheduled through one node table; prints the allocator's
+/// decisions and the summed throughput of both.
+#[derive(Parser)]
+#[command(name = "coschedule")]
+struct Args {
+    /// Copies (programs) run at once
+    #[arg(default_value_t = 2)]
+    copies: usize,
+    /// Seconds per run
+    #[arg(default_value_t = 8)]
+    secs: u64,
+    /// The workloads, given to the copies in turn: `lock` (a contended mutex) and `busy`
+    /// (computation), comma-separated
+    #[arg(default_value = "lock,busy", value_delimiter = ',')]
+    mix: Vec<Work>,
+}
+
+/// What one copy runs.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Work {
+    /// A short critical section on a contended mutex per unit.
+    Lock,
+    /// A short computation per unit.
+    Busy,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("child") {
-        return child(&args[1..]);
+    // A copy started by `run` (this program's own protocol, not a user command line).
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.first().map(String::as_str) == Some("child") {
+        return child(&raw[1..]);
     }
-    let copies: usize = args.first().map_or(Ok(2), |s| s.parse())?;
-    let secs: u64 = args.get(1).map_or(Ok(8), |s| s.parse())?;
-    let mix: Vec<String> = args
-        .get(2)
-        .map_or("lock,busy", String::as_str)
-        .split(',')
-        .map(str::to_string)
+    let Args { copies, secs, mix } = Args::parse();
+    let mix: Vec<String> = mix
+        .iter()
+        .map(|w| match w {
+            Work::Lock => "lock".to_string(),
+            Work::Busy => "busy".to_string(),
+        })
         .collect();
-    if mix.iter().any(|w| w != "lock" && w != "busy") {
-        return Err(format!("mix {mix:?}: use lock and busy, comma-separated").into());
-    }
     println!(
         "{copies} copies, {secs} s each, on {} CPUs",
         footprint::affinity::allowed_cpus()?.len()

@@ -5,9 +5,11 @@
 //! cargo run --release --example fib -- 32 2      # fib(32) on 2 workers (defaults: 30, all cores)
 //! ```
 
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use footprint_workloads::cli;
 
 /// `fib(n)` with a `join` at every level: each call offers its second half to idle workers.
@@ -27,30 +29,21 @@ fn fib_iterative(n: u64) -> u64 {
     a
 }
 
-fn arg<T: std::str::FromStr>(index: usize, name: &str) -> Result<Option<T>, String> {
-    match std::env::args().nth(index) {
-        None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{name} must be a non-negative integer, got {v:?}")),
-    }
+/// fib(n) with a `join` at every level on a footprint runtime, checked against an iterative
+/// computation.
+#[derive(Parser)]
+#[command(name = "fib")]
+struct Args {
+    /// n of fib(n): at most 93 (fib(94) does not fit in u64), and 40 unless you are patient
+    #[arg(default_value_t = 30, value_parser = clap::value_parser!(u64).range(..=93))]
+    n: u64,
+    /// Workers of the runtime [default: one per core]
+    workers: Option<NonZeroUsize>,
 }
 
 fn main() -> ExitCode {
-    let parsed = arg::<u64>(1, "n").and_then(|n| Ok((n, arg::<usize>(2, "workers")?)));
-    let (n, workers) = match parsed {
-        Ok((n, w)) => (n.unwrap_or(30), w),
-        Err(e) => {
-            eprintln!("{e}\nusage: fib [n ≤ 93] [workers]");
-            return ExitCode::from(2);
-        }
-    };
-    if n > 93 {
-        eprintln!("fib({n}) does not fit in u64: use n ≤ 93 (and n ≤ 40 unless you are patient)");
-        return ExitCode::from(2);
-    }
-    let rt = match cli::build_runtime(workers) {
+    let Args { n, workers } = Args::parse();
+    let rt = match cli::build_runtime(workers.map(NonZeroUsize::get)) {
         Ok(rt) => rt,
         Err(code) => return code,
     };

@@ -12,19 +12,40 @@
 //! off) or `std` (OS threads with `std::sync`). Prints the median run time and, for green runs,
 //! runs (starts and resumes), parks and steals per critical section.
 
+use clap::builder::PossibleValuesParser;
+use clap::{Parser, ValueEnum};
 use footprint_workloads::lock_hot as bodies;
 
 use bodies::{Green, OsThreads, ALL, OPS, THREADS, WORKERS};
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::time::Duration;
 
-fn usage() -> ExitCode {
-    let names: Vec<&str> = ALL.iter().map(|b| b.name).collect();
-    eprintln!(
-        "usage: lock_hot_probe NAME RUNS [green|green_off|std]  (NAME is one of: {})",
-        names.join(", ")
-    );
-    ExitCode::from(2)
+/// One of 000's lock micro-benchmarks in a loop, alone in its process: the median run time and,
+/// for green runs, runs, parks and steals per critical section.
+#[derive(Parser)]
+#[command(name = "lock_hot_probe")]
+struct Args {
+    /// The benchmark, named as in the `lock_hot` bench
+    #[arg(value_parser = PossibleValuesParser::new(ALL.iter().map(|b| b.name)))]
+    name: String,
+    /// Runs of the benchmark (at least 1)
+    runs: NonZeroUsize,
+    /// Who runs it
+    #[arg(value_enum, default_value_t = Variant::Green)]
+    variant: Variant,
+}
+
+/// The threads and locks of a run.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Variant {
+    /// footprint green threads on a 2-worker runtime, lock-hot placement on.
+    Green,
+    /// The same with lock-hot placement off.
+    #[value(name = "green_off")]
+    GreenOff,
+    /// OS threads with `std::sync`.
+    Std,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -33,29 +54,26 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() -> ExitCode {
-    let a: Vec<String> = std::env::args().skip(1).collect();
-    let Some(bench) = a
-        .first()
-        .and_then(|n| ALL.iter().find(|b| b.name == n.as_str()))
-    else {
-        return usage();
-    };
-    let Some(runs) = a
-        .get(1)
-        .and_then(|r| r.parse::<usize>().ok())
-        .filter(|&r| r > 0)
-    else {
-        return usage();
-    };
-    let variant = a.get(2).map(String::as_str).unwrap_or("green");
+    let args = Args::parse();
+    let bench = ALL
+        .iter()
+        .find(|b| b.name == args.name)
+        .expect("the parser admits only these names");
+    let runs = args.runs.get();
+    let variant = args.variant;
     let sections = (runs * THREADS * OPS) as f64;
     match variant {
-        "std" => {
+        Variant::Std => {
             let t: Vec<Duration> = (0..runs).map(|_| (bench.os)(&OsThreads)).collect();
             println!("{} std: median {:?} per run", bench.name, median(t));
         }
-        "green" | "green_off" => {
-            footprint::locks::placement::set_lock_hot(variant == "green");
+        Variant::Green | Variant::GreenOff => {
+            footprint::locks::placement::set_lock_hot(variant == Variant::Green);
+            let variant = if variant == Variant::Green {
+                "green"
+            } else {
+                "green_off"
+            };
             let rt = footprint::Runtime::builder()
                 .workers(WORKERS)
                 .build()
@@ -82,7 +100,6 @@ fn main() -> ExitCode {
                 per(|w| w.sleeps),
             );
         }
-        _ => return usage(),
     }
     ExitCode::SUCCESS
 }

@@ -5,9 +5,11 @@
 //! cargo run --release --example nqueens -- 12 2     # N = 12 on 2 workers (defaults: 11, all cores)
 //! ```
 
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use footprint_workloads::cli;
 
 /// Solutions with queens already on `cols` and attacking the diagonals `left`/`right`, placing the
@@ -50,19 +52,21 @@ const KNOWN: [u64; 16] = [
     1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14200, 73712, 365596, 2279184, 14772512,
 ];
 
+/// Counts the solutions of the N-queens problem with a green thread per branch, checked
+/// against the published counts.
+#[derive(Parser)]
+#[command(name = "nqueens")]
+struct Args {
+    /// N: the board's side and the number of queens (1 to 16)
+    #[arg(default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=16))]
+    n: u32,
+    /// Workers of the runtime [default: one per core]
+    workers: Option<NonZeroUsize>,
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let n: u32 = match args.next().map(|v| v.parse::<u32>()) {
-        None => 11,
-        Some(Ok(n)) if (1..=16).contains(&n) => n,
-        Some(_) => {
-            eprintln!("N must be an integer in 1..=16\nusage: nqueens [N] [workers]");
-            return ExitCode::from(2);
-        }
-    };
-    let rt = match cli::workers_arg(args.next(), "usage: nqueens [N] [workers]")
-        .and_then(cli::build_runtime)
-    {
+    let Args { n, workers } = Args::parse();
+    let rt = match cli::build_runtime(workers.map(NonZeroUsize::get)) {
         Ok(rt) => rt,
         Err(code) => return code,
     };

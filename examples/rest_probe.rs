@@ -7,34 +7,48 @@
 //! `cargo run --release --example rest_probe -- WORKERS ACTIVE ITERS FIRST_ACTIVE`, e.g.
 //! `-- 8 1 5000 8` against `-- 1 1 5000 1`; prints ns per operation per round and the stats.
 
+use clap::Parser;
 use footprint_workloads::adaptive;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: rest_probe [WORKERS] [ACTIVE] [ITERS] [FIRST_ACTIVE] (numbers; ACTIVE and FIRST_ACTIVE between 1 and WORKERS)";
+/// The adaptive bench's lock-bound workload on a WORKERS-worker runtime whose active-worker
+/// limit is FIRST_ACTIVE in the first round and ACTIVE after it: ns per operation per round, then
+/// the runtime's stats.
+#[derive(Parser)]
+#[command(name = "rest_probe")]
+struct Args {
+    /// Workers of the runtime
+    #[arg(default_value_t = 1)]
+    workers: usize,
+    /// Active workers from the second round on (between 1 and WORKERS)
+    #[arg(default_value_t = 1)]
+    active: usize,
+    /// Critical sections per green thread and round
+    #[arg(default_value_t = 20_000)]
+    iters: u64,
+    /// Active workers in the first round (between 1 and WORKERS) [default: ACTIVE]
+    first_active: Option<usize>,
+}
 
 fn main() -> ExitCode {
-    match run() {
+    match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rest_probe: {e}\n{USAGE}");
+            eprintln!("rest_probe: {e}");
             ExitCode::from(2)
         }
     }
 }
 
-fn run() -> Result<(), String> {
-    let mut args = std::env::args().skip(1);
-    let mut arg = |default: u64| match args.next() {
-        None => Ok(default),
-        Some(a) => a
-            .parse::<u64>()
-            .map_err(|_| format!("{a:?} is not a number")),
-    };
-    let workers = arg(1)? as usize;
-    let active = arg(1)? as usize;
-    let iters = arg(20_000)?;
-    let first = arg(active as u64)? as usize;
+fn run(args: Args) -> Result<(), String> {
+    let Args {
+        workers,
+        active,
+        iters,
+        first_active,
+    } = args;
+    let first = first_active.unwrap_or(active);
     let rt = footprint::Runtime::builder()
         .workers(workers)
         .pin(workers <= 2)

@@ -9,11 +9,13 @@
 //!
 //! The result is checked bit for bit against the same arithmetic done sequentially.
 
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use footprint::sync::{Barrier, Mutex};
 
+use clap::Parser;
 use footprint_workloads::cli;
 
 /// Cells per rank.
@@ -113,19 +115,23 @@ fn rank_main(
     }
 }
 
+/// SPMD with green threads: a 1-D heat-diffusion stencil split over RANKS green threads that
+/// exchange halo cells through mutexes and meet at barriers, checked bit for bit against the
+/// same arithmetic done sequentially.
+#[derive(Parser)]
+#[command(name = "spmd")]
+struct Args {
+    /// Ranks (green threads), at least 1
+    #[arg(default_value = "8")]
+    ranks: NonZeroUsize,
+    /// Workers of the runtime [default: one per core]
+    workers: Option<NonZeroUsize>,
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let ranks = match args.next().map(|v| v.parse::<usize>()) {
-        None => 8,
-        Some(Ok(r)) if r >= 1 => r,
-        Some(_) => {
-            eprintln!("ranks must be a positive integer\nusage: spmd [ranks] [workers]");
-            return ExitCode::from(2);
-        }
-    };
-    let rt = match cli::workers_arg(args.next(), "usage: spmd [ranks] [workers]")
-        .and_then(cli::build_runtime)
-    {
+    let args = Args::parse();
+    let ranks = args.ranks.get();
+    let rt = match cli::build_runtime(args.workers.map(NonZeroUsize::get)) {
         Ok(rt) => rt,
         Err(code) => return code,
     };

@@ -12,6 +12,7 @@
 //! runs see several; the paper's are 10 × 100 ms every 5 s. Timings on a shared machine are
 //! indicative only.
 
+use clap::Parser;
 use footprint::tranquilizer::{Spread, TranquilizerConfig};
 use footprint::Runtime;
 use std::time::{Duration, Instant};
@@ -45,10 +46,22 @@ fn workload(rt: &Runtime, rounds: u64) {
     });
 }
 
+/// One lock-bound workload run RUNS times with Thread Tranquilizer off and RUNS times on,
+/// alternating: the mean, standard deviation and coefficient of variation of the run times, and
+/// the tranquilizer's decisions in its last run.
+#[derive(Parser)]
+#[command(name = "tranquilizer_cov")]
+struct Args {
+    /// Runs with the tranquilizer off and as many on
+    #[arg(default_value_t = 10)]
+    runs: usize,
+    /// Work per run (rounds of the lock-bound loop)
+    #[arg(default_value_t = 200)]
+    rounds: u64,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let runs: usize = args.first().map_or(Ok(10), |s| s.parse())?;
-    let rounds: u64 = args.get(1).map_or(Ok(200), |s| s.parse())?;
+    let Args { runs, rounds } = Args::parse();
     let config = TranquilizerConfig::new()
         .sampling(Duration::from_millis(20), 5)
         .pass(Duration::from_millis(250));

@@ -1,22 +1,9 @@
-//! The command-line tail shared by the fork-join and SPMD examples (`examples/fib.rs`,
-//! `nqueens.rs`, `spmd.rs`): an optional worker count, and building the runtime with it.
+//! What the fork-join and SPMD examples (`examples/fib.rs`, `nqueens.rs`, `spmd.rs`) do with
+//! their optional worker-count argument: build the runtime with it.
 
 use std::process::ExitCode;
 
 use footprint::Runtime;
-
-/// Parses the optional worker-count argument. A value that is not a number is reported with
-/// the `usage` line and exit code 2.
-pub fn workers_arg(arg: Option<String>, usage: &str) -> Result<Option<usize>, ExitCode> {
-    match arg.map(|v| v.parse::<usize>()) {
-        None => Ok(None),
-        Some(Ok(w)) => Ok(Some(w)),
-        Some(Err(_)) => {
-            eprintln!("workers must be a positive integer\n{usage}");
-            Err(ExitCode::from(2))
-        }
-    }
-}
 
 /// Builds a runtime with `workers` workers (all cores when `None`); when that fails, says why
 /// and hands back the failure exit code.
