@@ -9,17 +9,39 @@
 //!
 //! Exit code 1 if a checksum differs, 2 on a bad argument.
 
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use footprint::par::{Affinity, Schedule};
 
+use clap::Parser;
 use footprint_workloads::jacobi;
 
-const USAGE: &str =
-    "usage: jacobi_par [--dim 1|2] [--kib BYTES_IN_KIB] [--sweeps N] [--workers N] [--chunks N]";
-
+/// Jacobi sweeps over two workers: footprint's loops with each schedule, rayon's
+/// `par_chunks_mut`, and fixed OS threads meeting at a barrier after each sweep.
+#[derive(Parser)]
+#[command(name = "jacobi_par")]
 struct Args {
+    /// The grid's dimensions: 1 (a line of points) or 2 (rows)
+    #[arg(long = "dim", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    dim: u8,
+    /// KiB of the grid's two arrays together
+    #[arg(long, default_value = "1536")]
+    kib: NonZeroUsize,
+    /// Sweeps per run
+    #[arg(long, default_value = "200")]
+    sweeps: NonZeroUsize,
+    /// Workers (and rayon threads, and OS threads)
+    #[arg(long, default_value = "2")]
+    workers: NonZeroUsize,
+    /// Chunks the grid is cut into
+    #[arg(long, default_value = "32")]
+    chunks: NonZeroUsize,
+}
+
+/// The run's settings, as numbers.
+struct Settings {
     two_d: bool,
     bytes: usize,
     sweeps: usize,
@@ -27,44 +49,14 @@ struct Args {
     chunks: usize,
 }
 
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        two_d: false,
-        bytes: 1536 << 10,
-        sweeps: 200,
-        workers: 2,
-        chunks: 32,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?
-            .parse::<usize>()
-            .map_err(|_| format!("{flag} needs a positive integer"))?;
-        if value == 0 {
-            return Err(format!("{flag} must be at least 1"));
-        }
-        match flag.as_str() {
-            "--dim" if value <= 2 => a.two_d = value == 2,
-            "--dim" => return Err("--dim is 1 or 2".into()),
-            "--kib" => a.bytes = value << 10,
-            "--sweeps" => a.sweeps = value,
-            "--workers" => a.workers = value,
-            "--chunks" => a.chunks = value,
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    Ok(a)
-}
-
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let a = Args::parse();
+    let args = Settings {
+        two_d: a.dim == 2,
+        bytes: a.kib.get() << 10,
+        sweeps: a.sweeps.get(),
+        workers: a.workers.get(),
+        chunks: a.chunks.get(),
     };
     // an experiment's explicit count: more workers than CPUs is meant
     let rt = match footprint::Runtime::builder()

@@ -19,11 +19,13 @@
 //! time does not grow when other processes take the CPU away, so it compares processes (and
 //! commits) on a loaded machine.
 
+use clap::{Parser, ValueEnum};
 use footprint_workloads::micro;
 
 use footprint_workloads::fib;
 
 use std::hint::black_box;
+use std::num::NonZeroU64;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -86,27 +88,63 @@ fn runtime(workers: usize, pin: bool) -> footprint::Runtime {
         .expect("a runtime")
 }
 
+/// One runtime micro-operation in a loop, alone in its process: the wall-clock time and the
+/// process's CPU time per operation (set FOOTPRINT_PROBE_STATS for what each worker and OS
+/// thread did).
+#[derive(Parser)]
+#[command(name = "micro_probe")]
+struct Args {
+    /// The operation
+    #[arg(value_enum, default_value_t = Op::Yield)]
+    op: Op,
+    /// Iterations (at least 1)
+    #[arg(default_value = "10000000")]
+    iters: NonZeroU64,
+    /// Whether the runtime pins its workers to CPUs
+    #[arg(value_enum, default_value_t = Pin::Pinned)]
+    pin: Pin,
+}
+
+/// The operations (see the file's top comment).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum Op {
+    /// Two green threads ping-pong on 1 worker; one yield is one iteration.
+    Yield,
+    /// Spawn an empty green thread from a green thread and join it, 1 worker.
+    SpawnJoin,
+    /// The same on 2 workers.
+    SpawnJoin2,
+    /// One fib(30) with a join at every level, footprint on 2 workers.
+    Fib,
+    /// The same on a 2-thread rayon pool.
+    FibRayon,
+    /// Lock + unlock of an uncontended `footprint::sync::Mutex` on the main OS thread.
+    Mutex,
+    /// The same with `std::sync::Mutex`.
+    StdMutex,
+}
+
+/// Worker pinning.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Pin {
+    /// `pin(true)`: each worker on its own CPU.
+    Pinned,
+    /// `pin(false)`.
+    Unpinned,
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let op = args.first().map(String::as_str).unwrap_or("yield");
-    let iters: u64 = match args.get(1).map(|s| s.parse()) {
-        None => 10_000_000,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("micro_probe: the iteration count must be a positive integer");
-            return ExitCode::FAILURE;
-        }
-    };
-    // A third argument `unpinned` builds the runtime with `pin(false)`.
-    let pin = match args.get(2).map(String::as_str) {
-        None | Some("pinned") => true,
-        Some("unpinned") => false,
-        Some(other) => {
-            eprintln!("micro_probe: the third argument is pinned or unpinned, not {other:?}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let workers = if matches!(op, "spawn_join2" | "fib") {
+    let args = Args::parse();
+    let iters = args.iters.get();
+    let pin = args.pin == Pin::Pinned;
+    let op = args.op;
+    let name = op
+        .to_possible_value()
+        .expect("every operation has a name")
+        .get_name()
+        .to_string();
+    let workers = if matches!(op, Op::SpawnJoin2 | Op::Fib) {
         2
     } else {
         1
@@ -114,32 +152,26 @@ fn main() -> ExitCode {
     let rt = runtime(workers, pin);
     let cpu_start = process_cpu();
     let d = match op {
-        "yield" => micro::footprint_yield(&rt, iters),
-        "spawn_join" | "spawn_join2" => micro::footprint_spawn_join(&rt, iters),
-        "fib" => fib_loop(iters, |n| rt.block_on(|| fib::fib_footprint(n))),
-        "fib_rayon" => {
+        Op::Yield => micro::footprint_yield(&rt, iters),
+        Op::SpawnJoin | Op::SpawnJoin2 => micro::footprint_spawn_join(&rt, iters),
+        Op::Fib => fib_loop(iters, |n| rt.block_on(|| fib::fib_footprint(n))),
+        Op::FibRayon => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(2)
                 .build()
                 .expect("a rayon pool");
             fib_loop(iters, |n| pool.install(|| fib::fib_rayon(n)))
         }
-        "mutex" => mutex_loop(iters),
-        "std_mutex" => std_mutex_loop(iters),
-        other => {
-            eprintln!(
-                "micro_probe: unknown operation {other:?}; use yield, spawn_join, spawn_join2, fib, fib_rayon, mutex or std_mutex"
-            );
-            return ExitCode::FAILURE;
-        }
+        Op::Mutex => mutex_loop(iters),
+        Op::StdMutex => std_mutex_loop(iters),
     };
     let cpu = process_cpu() - cpu_start;
     let ns = d.as_secs_f64() * 1e9 / iters as f64;
     // Two green threads yield `iters` times each: 2 · iters yields used the CPU time.
-    let ops = if op == "yield" { 2 * iters } else { iters };
+    let ops = if op == Op::Yield { 2 * iters } else { iters };
     let cpu_ns = cpu.as_secs_f64() * 1e9 / ops as f64;
     println!(
-        "{op}: {iters} iterations, {:.2} ns each (wall clock), {cpu_ns:.2} ns of process CPU time each",
+        "{name}: {iters} iterations, {:.2} ns each (wall clock), {cpu_ns:.2} ns of process CPU time each",
         black_box(ns)
     );
     if std::env::var_os("FOOTPRINT_PROBE_STATS").is_some() {

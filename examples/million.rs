@@ -15,67 +15,47 @@
 
 use footprint::sync::{Barrier, Mutex};
 use footprint::{GreenBuilder, Runtime};
+use clap::{Parser, ValueEnum};
+use footprint_workloads::cli;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-const USAGE: &str = "usage: million [--threads <n>] [--wait barrier|mutex] [--workers <n>] \
-                     [--stack-size <bytes>] [--guard-pages on|off]";
+/// N green threads wait on one barrier (or on a mutex the spawner holds), are released, and are
+/// all joined: the time of each part and the peak resident set size per blocked thread.
+#[derive(Parser)]
+#[command(name = "million")]
+struct Options {
+    /// Green threads (`_` separators allowed: 1_000_000)
+    #[arg(long, default_value = "1_000_000", value_parser = cli::count)]
+    threads: usize,
+    /// What they block on
+    #[arg(long, value_enum, default_value_t = Wait::Barrier)]
+    wait: Wait,
+    /// Workers of the runtime
+    #[arg(long, default_value = "2", value_parser = cli::count)]
+    workers: usize,
+    /// Usable stack bytes per green thread
+    #[arg(long, default_value = "65536", value_parser = cli::count)]
+    stack_size: usize,
+    /// Guard pages below the stacks (as the runtime's default)
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    guard_pages: OnOff,
+}
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
 enum Wait {
+    /// One `Barrier` for all the threads.
     Barrier,
+    /// A `Mutex` the spawner holds until all are blocked.
     Mutex,
 }
 
-struct Options {
-    threads: usize,
-    wait: Wait,
-    workers: usize,
-    stack_size: usize,
-    guard_pages: bool,
-}
-
-fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        threads: 1_000_000,
-        wait: Wait::Barrier,
-        workers: 2,
-        stack_size: 64 << 10,
-        guard_pages: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || {
-            value
-                .replace('_', "")
-                .parse::<usize>()
-                .map_err(|_| format!("{flag} takes a number, got {value:?}"))
-        };
-        match flag.as_str() {
-            "--threads" => o.threads = number()?,
-            "--workers" => o.workers = number()?,
-            "--stack-size" => o.stack_size = number()?,
-            "--wait" => {
-                o.wait = match value.as_str() {
-                    "barrier" => Wait::Barrier,
-                    "mutex" => Wait::Mutex,
-                    _ => return Err(format!("--wait takes barrier or mutex, got {value:?}")),
-                }
-            }
-            "--guard-pages" => {
-                o.guard_pages = match value.as_str() {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(format!("--guard-pages takes on or off, got {value:?}")),
-                }
-            }
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
-    Ok(o)
+#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
+enum OnOff {
+    On,
+    Off,
 }
 
 /// A `VmXXX:` line of `/proc/self/status` in KiB (Linux; 0 elsewhere).
@@ -141,18 +121,12 @@ fn run(o: &Options) -> Result<(f64, f64), footprint::Error> {
 }
 
 fn main() -> ExitCode {
-    let o = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let o = Options::parse();
     let rt = match Runtime::builder()
         .workers(o.workers)
         .oversubscribe(true) // an experiment's explicit count: more workers than CPUs is meant
         .stack_size(o.stack_size)
-        .guard_pages(o.guard_pages)
+        .guard_pages(o.guard_pages == OnOff::On)
         .build()
     {
         Ok(rt) => rt,
@@ -180,7 +154,7 @@ fn main() -> ExitCode {
         o.wait,
         o.workers,
         o.stack_size,
-        o.guard_pages,
+        o.guard_pages == OnOff::On,
         blocked * 1e3,
         joined * 1e3,
         (blocked + joined) * 1e3,

@@ -11,81 +11,48 @@
 //! Options: `--impl footprint|rayon|may`, `--leaves <power of ten>`, `--workers <n>` (default 2),
 //! `--runs <n>` (default 3; the best run is reported as `best`, every run as `runs`).
 
-use footprint_workloads::skynet;
+use clap::{Parser, ValueEnum};
+use footprint_workloads::{cli, skynet};
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-#[derive(Clone, Copy, Debug)]
-enum Impl {
-    Footprint,
-    Rayon,
-    May,
-}
-
+/// Skynet: a 10-ary tree of spawns whose leaves return their own number, summed; one
+/// implementation per process (so that each one's peak memory is its own).
+#[derive(Parser)]
+#[command(name = "skynet")]
 struct Options {
+    /// The implementation
+    #[arg(long = "impl", value_enum, default_value_t = Impl::Footprint)]
     implementation: Impl,
+    /// Leaves: a power of ten of at least 10
+    #[arg(long, default_value_t = 1_000_000, value_parser = power_of_ten)]
     leaves: u64,
+    /// Workers (threads of the peers)
+    #[arg(long, default_value = "2", value_parser = cli::positive_count)]
     workers: usize,
+    /// Runs
+    #[arg(long, default_value = "3", value_parser = cli::positive_count)]
     runs: usize,
 }
 
-const USAGE: &str =
-    "usage: skynet --impl footprint|rayon|may [--leaves <power of ten>] [--workers <n>] [--runs <n>]";
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Impl {
+    /// `footprint::spawn` + join.
+    Footprint,
+    /// `rayon::scope`.
+    Rayon,
+    /// `may::go!` + join.
+    May,
+}
 
-fn parse_args() -> Result<Options, String> {
-    let mut options = Options {
-        implementation: Impl::Footprint,
-        leaves: 1_000_000,
-        workers: 2,
-        runs: 3,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
-        };
-        match flag.as_str() {
-            "--impl" => {
-                options.implementation = match value("--impl")?.as_str() {
-                    "footprint" => Impl::Footprint,
-                    "rayon" => Impl::Rayon,
-                    "may" => Impl::May,
-                    other => return Err(format!("unknown --impl {other:?}\n{USAGE}")),
-                }
-            }
-            "--leaves" => {
-                let v = value("--leaves")?;
-                options.leaves = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| skynet::is_power_of_ten(n) && n >= 10)
-                    .ok_or_else(|| {
-                        format!("--leaves must be a power of ten of at least 10, got {v:?}")
-                    })?;
-            }
-            "--workers" => {
-                let v = value("--workers")?;
-                options.workers =
-                    v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                        format!("--workers must be a positive integer, got {v:?}")
-                    })?;
-            }
-            "--runs" => {
-                let v = value("--runs")?;
-                options.runs = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("--runs must be a positive integer, got {v:?}"))?;
-            }
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
-        }
-    }
-    Ok(options)
+/// `--leaves`: a power of ten of at least 10.
+fn power_of_ten(v: &str) -> Result<u64, String> {
+    v.parse()
+        .ok()
+        .filter(|&n| skynet::is_power_of_ten(n) && n >= 10)
+        .ok_or_else(|| format!("a power of ten of at least 10 is needed, got {v:?}"))
 }
 
 /// Peak resident set size of this process in KiB: `getrusage(RUSAGE_SELF).ru_maxrss`.
@@ -151,13 +118,7 @@ fn run(options: &Options) -> Result<Vec<Duration>, String> {
 }
 
 fn main() -> ExitCode {
-    let options = match parse_args() {
-        Ok(o) => o,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-    };
+    let options = Options::parse();
     // A failing run (may out of memory maps) panics in every coroutine: print the first only.
     let default_hook = std::panic::take_hook();
     let reported = AtomicBool::new(false);

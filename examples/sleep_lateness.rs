@@ -11,45 +11,29 @@
 //! (default 1,000), `--rounds <n>` (default 5). Lateness is a thread's time asleep minus `D`
 //! (`sleep` never returns early; the example fails if one does).
 
-use footprint_workloads::sleep;
+use clap::Parser;
+use footprint_workloads::{cli, sleep};
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str =
-    "usage: sleep_lateness [--threads <n>] [--workers <n>] [--sleep-us <µs>] [--rounds <n>]";
-
+/// N green threads each `footprint::sleep` once on a W-worker runtime, for R rounds: how late
+/// they woke (p50, p99, max), each round's wall time, and the CPU time per sleep.
+#[derive(Parser)]
+#[command(name = "sleep_lateness")]
 struct Options {
+    /// Green threads per round (`_` separators allowed)
+    #[arg(long, default_value_t = sleep::THREADS, value_parser = cli::positive_count)]
     threads: usize,
+    /// Workers of the runtime
+    #[arg(long, default_value_t = sleep::WORKERS, value_parser = cli::positive_count)]
     workers: usize,
-    sleep: Duration,
+    /// What each thread sleeps, in µs
+    #[arg(long = "sleep-us", default_value_t = sleep::SLEEP.as_micros() as usize, value_parser = cli::count)]
+    sleep_us: usize,
+    /// Rounds
+    #[arg(long, default_value_t = 5, value_parser = cli::positive_count)]
     rounds: usize,
-}
-
-fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        threads: sleep::THREADS,
-        workers: sleep::WORKERS,
-        sleep: sleep::SLEEP,
-        rounds: 5,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let n = value
-            .replace('_', "")
-            .parse::<usize>()
-            .map_err(|_| format!("{flag} takes a number, got {value:?}"))?;
-        match flag.as_str() {
-            "--threads" if n > 0 => o.threads = n,
-            "--workers" if n > 0 => o.workers = n,
-            "--rounds" if n > 0 => o.rounds = n,
-            "--sleep-us" => o.sleep = Duration::from_micros(n as u64),
-            "--threads" | "--workers" | "--rounds" => return Err(format!("{flag} must be > 0")),
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
-    Ok(o)
 }
 
 fn us(d: Duration) -> String {
@@ -57,13 +41,8 @@ fn us(d: Duration) -> String {
 }
 
 fn main() -> ExitCode {
-    let o = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let o = Options::parse();
+    let asleep = Duration::from_micros(o.sleep_us as u64);
     let rt = match sleep::runtime(o.workers) {
         Ok(rt) => rt,
         Err(e) => {
@@ -73,14 +52,14 @@ fn main() -> ExitCode {
     };
     println!(
         "sleep_lateness: {} green threads x sleep({:?}) on {} workers, {} rounds",
-        o.threads, o.sleep, o.workers, o.rounds
+        o.threads, asleep, o.workers, o.rounds
     );
     let mut late = Vec::with_capacity(o.threads * o.rounds);
     let mut walls = Vec::with_capacity(o.rounds);
     let cpu0 = footprint::runtime::process_cpu_time();
     for _ in 0..o.rounds {
         let t0 = Instant::now();
-        late.extend(rt.block_on(|| sleep::sleep_round(o.threads, o.sleep)));
+        late.extend(rt.block_on(|| sleep::sleep_round(o.threads, asleep)));
         walls.push(t0.elapsed());
     }
     let cpu = footprint::runtime::process_cpu_time().saturating_sub(cpu0);
@@ -97,7 +76,7 @@ fn main() -> ExitCode {
         walls[walls.len() / 2].as_secs_f64() * 1e3,
         walls[0].as_secs_f64() * 1e3,
         walls[walls.len() - 1].as_secs_f64() * 1e3,
-        o.sleep.as_secs_f64() * 1e3
+        asleep.as_secs_f64() * 1e3
     );
     println!(
         "cpu: {:.2} ms per round, {} per sleeping thread (spawn, sleep, wake, join)",
