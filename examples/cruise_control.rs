@@ -20,7 +20,9 @@
 //! (cached); the streamers declare their traffic (`GreenBuilder::traffic`) and the stencil its
 //! own (`record_traffic`), unless hardware counters or resctrl measure it.
 
+use clap::Parser;
 use footprint::bandwidth::{self, Capacity};
+use footprint_workloads::cli;
 use footprint::{Counters, GreenBuilder, Runtime};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -29,9 +31,54 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: cruise_control [--workers N] [--streamers N] [--steps N] [--grid N] \
-[--stream-mib N] [--deadline-factor F] [--rounds N] [--out DIR]";
+/// Process Cruise Control on this machine: a latency-sensitive stencil with a deadline per step
+/// beside streaming green threads, with bandwidth reservation and throttling off and on.
+#[derive(Parser)]
+#[command(name = "cruise_control")]
+struct Args {
+    /// Workers: at least 2 (one for the reserved thread, one for the rest) [default: one per CPU]
+    #[arg(long, value_parser = two_or_more)]
+    workers: Option<usize>,
+    /// Streaming green threads
+    #[arg(long, default_value_t = 3, value_parser = cli::positive_count)]
+    streamers: usize,
+    /// Stencil steps per round
+    #[arg(long, default_value_t = 300, value_parser = cli::positive_count)]
+    steps: usize,
+    /// The stencil's side (at least 3)
+    #[arg(long, default_value_t = 1024, value_parser = cli::positive_count)]
+    grid: usize,
+    /// MiB each streamer streams over
+    #[arg(long = "stream-mib", default_value_t = 256, value_parser = cli::positive_count)]
+    stream_mib: usize,
+    /// A step's deadline: this factor times its time alone (a number >= 1)
+    #[arg(long = "deadline-factor", default_value_t = 1.5, value_parser = deadline_factor)]
+    deadline_factor: f64,
+    /// Rounds per mode
+    #[arg(long, default_value_t = 2, value_parser = cli::positive_count)]
+    rounds: usize,
+    /// Where the CSV and the plot go
+    #[arg(long, default_value = "target/cruise_control")]
+    out: PathBuf,
+}
 
+/// `--workers`: one for the reserved thread, one for the rest.
+fn two_or_more(v: &str) -> Result<usize, String> {
+    match cli::count(v)? {
+        n if n >= 2 => Ok(n),
+        _ => Err("at least 2 are needed: one for the reserved thread, one for the rest".into()),
+    }
+}
+
+/// `--deadline-factor`: a finite number of at least 1.
+fn deadline_factor(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|f| *f >= 1.0 && f.is_finite())
+        .ok_or_else(|| format!("a number >= 1 is needed, got {v:?}"))
+}
+
+/// The run's settings: the command line with its defaults resolved.
 struct Options {
     workers: usize,
     streamers: usize,
@@ -44,54 +91,26 @@ struct Options {
 }
 
 fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        streamers: 3,
-        steps: 300,
-        grid: 1024,
-        stream_mib: 256,
-        deadline_factor: 1.5,
-        rounds: 2,
-        out: PathBuf::from("target/cruise_control"),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = || {
-            args.next()
-                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
-        };
-        let pos = |v: String| -> Result<usize, String> {
-            v.parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| format!("{flag}: {v:?} is not a positive integer\n{USAGE}"))
-        };
-        match flag.as_str() {
-            "--workers" => o.workers = pos(value()?)?,
-            "--streamers" => o.streamers = pos(value()?)?,
-            "--steps" => o.steps = pos(value()?)?,
-            "--grid" => o.grid = pos(value()?)?.max(3),
-            "--stream-mib" => o.stream_mib = pos(value()?)?,
-            "--rounds" => o.rounds = pos(value()?)?,
-            "--deadline-factor" => {
-                let v = value()?;
-                o.deadline_factor = v
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| *f >= 1.0 && f.is_finite())
-                    .ok_or_else(|| format!("--deadline-factor: {v:?} must be a number >= 1"))?
-            }
-            "--out" => o.out = PathBuf::from(value()?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown option {other:?}\n{USAGE}")),
-        }
+    let a = Args::parse();
+    let workers = a
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    if workers < 2 {
+        return Err(format!(
+            "this machine offers {workers} CPU: pass --workers 2 or more (one for the reserved \
+             thread, one for the rest)"
+        ));
     }
-    if o.workers < 2 {
-        return Err(
-            "--workers must be at least 2: one for the reserved thread, one for the rest".into(),
-        );
-    }
-    Ok(o)
+    Ok(Options {
+        workers,
+        streamers: a.streamers,
+        steps: a.steps,
+        grid: a.grid.max(3),
+        stream_mib: a.stream_mib,
+        deadline_factor: a.deadline_factor,
+        rounds: a.rounds,
+        out: a.out,
+    })
 }
 
 /// One Jacobi sweep of the 5-point stencil from `src` into `dst` (N × N, fixed border).

@@ -16,6 +16,7 @@
 //! `--seed N`, `--policies LIST`, `--out DIR`; `--check-model [--model-lines N]
 //! [--model-seeds N]` runs the model check and exits 1 when a tolerance is missed.
 
+use clap::{Parser, ValueEnum};
 use footprint_affinity::PolicyKind;
 use footprint_sim::model_check::{check_model, ModelCheckParams};
 use footprint_sim::report::{csv, svg_plot, table};
@@ -25,6 +26,98 @@ use footprint_sim::{
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The scheduling simulator: footprint's affinity policies on a simulated machine, one row per
+/// policy, with a CSV and an SVG plot; or, with --check-model, the cache model's check.
+#[derive(Parser)]
+#[command(name = "simulate")]
+struct Cli {
+    /// The machine: this, 2x16, 4x16 or NxM (N sockets of M CPUs)
+    #[arg(long, default_value = "4x16")]
+    machine: String,
+    /// The workload: regular, smoother, fragments, lock-counter or lock-multi
+    #[arg(long, default_value = "regular")]
+    workload: String,
+    /// A sweep over the first CPUs of the machine, e.g. 2,4,8
+    #[arg(long, value_delimiter = ',')]
+    cpus: Option<Vec<usize>>,
+    /// Synchronisations simulated (`_` separators allowed)
+    #[arg(long, default_value = "200_000", value_parser = number)]
+    syncs: u64,
+    /// Set sampling: simulate 1 line in S [default: the simulator's]
+    #[arg(long, value_parser = number)]
+    sample: Option<u64>,
+    /// The caches' replacement
+    #[arg(long, value_enum)]
+    cache: Option<Cache>,
+    /// The cache level whose misses are counted, 1 to 255 [default: the last level, as the
+    /// runtime's ledger]
+    #[arg(long = "count-level")]
+    count_level: Option<u8>,
+    /// Where a woken thread is placed
+    #[arg(long, value_enum)]
+    wake: Option<Wake>,
+    /// No miss counts (as without hardware counters)
+    #[arg(long = "no-pmu")]
+    no_pmu: bool,
+    /// Drop the shared caches: private caches and NUMA memory, like 004's machine
+    #[arg(long = "private-only")]
+    private_only: bool,
+    /// MiB of each shared last-level cache
+    #[arg(long = "l3-mib", value_parser = number)]
+    l3_mib: Option<u64>,
+    /// The simulation's seed [default: the simulator's]
+    #[arg(long, value_parser = number)]
+    seed: Option<u64>,
+    /// The policies, comma-separated (`auto` or a policy name) [default: all]
+    #[arg(long, value_delimiter = ',', value_parser = policy)]
+    policies: Option<Vec<PolicyChoice>>,
+    /// Where the CSV and the plot go
+    #[arg(long, default_value = "target/simulate")]
+    out: PathBuf,
+    /// Run the model check instead (exit 1 when a tolerance is missed)
+    #[arg(long = "check-model")]
+    check_model: bool,
+    /// Lines of the model check (at least 16) [default: the check's]
+    #[arg(long = "model-lines", value_parser = number)]
+    model_lines: Option<u64>,
+    /// Seeds of the model check (at least 1) [default: the check's]
+    #[arg(long = "model-seeds", value_parser = number)]
+    model_seeds: Option<u64>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Cache {
+    Lru,
+    Random,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Wake {
+    /// On the waker's CPU.
+    Waker,
+    /// On the CPU the thread last ran on.
+    Last,
+}
+
+/// A number with optional `_` separators.
+fn number(v: &str) -> Result<u64, String> {
+    v.replace('_', "")
+        .parse::<u64>()
+        .map_err(|_| format!("a number is needed, got {v:?}"))
+}
+
+/// One entry of `--policies`.
+fn policy(v: &str) -> Result<PolicyChoice, String> {
+    match v.trim() {
+        "Auto" | "auto" => Ok(PolicyChoice::Auto),
+        other => other
+            .parse::<PolicyKind>()
+            .map(PolicyChoice::Fixed)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// The run's settings: the command line applied to the simulator's defaults.
 struct Args {
     machine: String,
     workload: String,
@@ -38,97 +131,55 @@ struct Args {
     l3_mib: Option<u64>,
 }
 
-fn usage() -> &'static str {
-    "usage: simulate [--machine this|2x16|4x16|NxM] [--workload regular|smoother|fragments|\
-     lock-counter|lock-multi] [--cpus 2,4,8] [--syncs N] [--sample S] [--cache lru|random] \
-     [--count-level L] [--wake waker|last] [--no-pmu] [--private-only] [--l3-mib N] [--seed N] [--policies a,b] [--out DIR] \
-     | --check-model [--model-lines N] [--model-seeds N]"
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        machine: "4x16".into(),
-        workload: "regular".into(),
-        cpus: None,
-        policies: PolicyChoice::ALL.to_vec(),
-        out: PathBuf::from("target/simulate"),
-        cfg: SimConfig {
-            max_syncs: 200_000,
-            ..SimConfig::default()
-        },
-        check_model: false,
-        model: ModelCheckParams::default(),
-        private_only: false,
-        l3_mib: None,
+fn parse_args() -> Args {
+    let c = Cli::parse();
+    let mut cfg = SimConfig {
+        max_syncs: c.syncs,
+        ..SimConfig::default()
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| format!("{flag} needs a value\n{}", usage()))
-        };
-        let num = |v: String| -> Result<u64, String> {
-            v.replace('_', "")
-                .parse::<u64>()
-                .map_err(|_| format!("{flag}: {v:?} is not a number"))
-        };
-        match flag.as_str() {
-            "--machine" => a.machine = value()?,
-            "--workload" => a.workload = value()?,
-            "--cpus" => {
-                let list = value()?;
-                let cpus = list
-                    .split(',')
-                    .map(|c| c.trim().parse::<usize>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|_| format!("--cpus: {list:?} is not a list like 2,4,8"))?;
-                a.cpus = Some(cpus);
-            }
-            "--syncs" => a.cfg.max_syncs = num(value()?)?,
-            "--sample" => a.cfg.sample = num(value()?)?,
-            "--seed" => a.cfg.seed = num(value()?)?,
-            "--count-level" => {
-                a.cfg.count_level =
-                    Some(u8::try_from(num(value()?)?).map_err(|_| "--count-level: 1 to 255")?)
-            }
-            "--cache" => {
-                a.cfg.cache = match value()?.as_str() {
-                    "lru" => CacheKind::Lru,
-                    "random" => CacheKind::Random,
-                    v => return Err(format!("--cache: {v:?}: use lru or random")),
-                }
-            }
-            "--wake" => {
-                a.cfg.wake = match value()?.as_str() {
-                    "waker" => WakePlacement::Waker,
-                    "last" => WakePlacement::LastCpu,
-                    v => return Err(format!("--wake: {v:?}: use waker or last")),
-                }
-            }
-            "--no-pmu" => a.cfg.miss_counts = false,
-            "--private-only" => a.private_only = true,
-            "--l3-mib" => a.l3_mib = Some(num(value()?)?),
-            "--policies" => {
-                a.policies = value()?
-                    .split(',')
-                    .map(|p| match p.trim() {
-                        "Auto" | "auto" => Ok(PolicyChoice::Auto),
-                        other => other
-                            .parse::<PolicyKind>()
-                            .map(PolicyChoice::Fixed)
-                            .map_err(|e| e.to_string()),
-                    })
-                    .collect::<Result<_, _>>()?
-            }
-            "--out" => a.out = PathBuf::from(value()?),
-            "--check-model" => a.check_model = true,
-            "--model-lines" => a.model.lines = num(value()?)?,
-            "--model-seeds" => a.model.seeds = num(value()?)?,
-            "-h" | "--help" => return Err(usage().to_string()),
-            other => return Err(format!("unknown option {other:?}\n{}", usage())),
-        }
+    if let Some(v) = c.sample {
+        cfg.sample = v;
     }
-    Ok(a)
+    if let Some(v) = c.seed {
+        cfg.seed = v;
+    }
+    if c.count_level.is_some() {
+        cfg.count_level = c.count_level;
+    }
+    if let Some(v) = c.cache {
+        cfg.cache = match v {
+            Cache::Lru => CacheKind::Lru,
+            Cache::Random => CacheKind::Random,
+        };
+    }
+    if let Some(v) = c.wake {
+        cfg.wake = match v {
+            Wake::Waker => WakePlacement::Waker,
+            Wake::Last => WakePlacement::LastCpu,
+        };
+    }
+    if c.no_pmu {
+        cfg.miss_counts = false;
+    }
+    let mut model = ModelCheckParams::default();
+    if let Some(v) = c.model_lines {
+        model.lines = v;
+    }
+    if let Some(v) = c.model_seeds {
+        model.seeds = v;
+    }
+    Args {
+        machine: c.machine,
+        workload: c.workload,
+        cpus: c.cpus,
+        policies: c.policies.unwrap_or_else(|| PolicyChoice::ALL.to_vec()),
+        out: c.out,
+        cfg,
+        check_model: c.check_model,
+        model,
+        private_only: c.private_only,
+        l3_mib: c.l3_mib,
+    }
 }
 
 fn run_model_check(p: &ModelCheckParams) -> ExitCode {
@@ -148,13 +199,7 @@ fn run_model_check(p: &ModelCheckParams) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = parse_args();
     if args.check_model {
         return run_model_check(&args.model);
     }

@@ -20,6 +20,8 @@
 //! New APIs (channels, `RwLock`, `OnceLock` when they land) go in `OPS` below: add a function
 //! `fn op_name(rng: &mut Rng, rt: &Runtime)` that asserts its invariant, and one row.
 
+use clap::builder::PossibleValuesParser;
+use clap::Parser;
 use footprint::sync::{
     ArrayMutex, BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier,
     Condvar, DisseminationBarrier, McsMutex, Mutex, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex,
@@ -611,11 +613,45 @@ fn threads_and_rss() -> (u64, u64) {
     (field("Threads:"), field("VmRSS:"))
 }
 
+/// Seeded chaos soak over footprint's public API, with the hang watchdog and the blocking
+/// detector on: a hang report or a blocking warning fails it.
+#[derive(Parser)]
+#[command(name = "soak")]
 struct Args {
+    /// How long to run, in seconds
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// The generator's seed (replay a run with its seed) [default: from the clock]
+    #[arg(long)]
+    seed: Option<u64>,
+    /// After the warm-up rounds, run only this operation
+    #[arg(long, value_parser = PossibleValuesParser::new(OPS.iter().map(|(n, _)| *n)))]
+    only: Option<String>,
+}
+
+/// The parsed command line, with the seed chosen and `--only` as an index into `OPS`.
+struct Settings {
     seconds: u64,
     seed: u64,
-    /// `--only NAME`: after the warm-up rounds, run this operation (an index into `OPS`) only.
     only: Option<usize>,
+}
+
+fn args() -> Settings {
+    let a = Args::parse();
+    Settings {
+        seconds: a.seconds,
+        seed: a.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        }),
+        only: a.only.map(|name| {
+            OPS.iter()
+                .position(|(n, _)| *n == name)
+                .expect("the parser admits only these names")
+        }),
+    }
 }
 
 /// A runtime with `workers` workers, the hang watchdog and the blocking detector on (in
@@ -645,46 +681,6 @@ fn assert_clean(rt: &Runtime) {
     if let Err(msg) = clean(rt) {
         panic!("{msg}");
     }
-}
-
-fn usage_exit(bad: &str) -> ! {
-    let names: Vec<&str> = OPS.iter().map(|(n, _)| *n).collect();
-    eprintln!(
-        "usage: soak [--seconds N] [--seed S] [--only NAME]  (bad argument: {bad}; NAME is one \
-         of: {})",
-        names.join(", ")
-    );
-    std::process::exit(2);
-}
-
-fn args() -> Args {
-    let mut a = Args {
-        seconds: 60,
-        seed: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1),
-        only: None,
-    };
-    let v: Vec<String> = std::env::args().skip(1).collect();
-    let mut i = 0;
-    while i < v.len() {
-        let val = v.get(i + 1).and_then(|x| x.parse().ok());
-        match (v[i].as_str(), val) {
-            ("--seconds", Some(x)) => a.seconds = x,
-            ("--seed", Some(x)) => a.seed = x,
-            ("--only", _) => {
-                let name = v.get(i + 1).map(String::as_str).unwrap_or("");
-                match OPS.iter().position(|(n, _)| *n == name) {
-                    Some(k) => a.only = Some(k),
-                    None => usage_exit(&format!("--only {name}")),
-                }
-            }
-            _ => usage_exit(&v[i]),
-        }
-        i += 2;
-    }
-    a
 }
 
 /// What the watchdog reads: the round in progress and the runtime it runs on.
