@@ -19,10 +19,12 @@
 //! sums the row sums in row order on rank 0, so the `checksum:` line is bit-identical for any
 //! rank count (CI compares 1 and 2 ranks).
 
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use footprint::mpi::rsmpi::collective::SystemOperation;
 use footprint::mpi::rsmpi::request::{self, Request, Scope};
 use footprint::mpi::rsmpi::topology::SimpleCommunicator;
@@ -30,8 +32,6 @@ use footprint::mpi::rsmpi::traits::*;
 use footprint::mpi::{self as fmpi};
 use footprint::Runtime;
 
-const USAGE: &str = "usage: mpi_heat [--rows N] [--cols N] [--sweeps N] [--tile-rows N] \
-                     [--workers N] [--repeat N] [--overlap | --compare]";
 /// Temperature of the fixed top boundary (the other boundaries are 0).
 const HOT: f64 = 1.0;
 /// Tag of a halo row travelling to the next rank (down), and to the previous rank (up).
@@ -58,38 +58,65 @@ struct Config {
     repeat: usize,
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
-    let mut c = Config {
-        rows: 1024,
-        cols: 1024,
-        sweeps: 200,
-        tile_rows: 16,
-        workers: None,
-        modes: vec![Mode::Plain],
-        repeat: 1,
-    };
-    let mut args = args;
-    while let Some(flag) = args.next() {
-        let mut number = |name: &str| -> Result<usize, String> {
-            let v = args.next().ok_or(format!("{name} needs a value"))?;
-            match v.parse::<usize>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!("{name} must be a positive integer, not {v:?}")),
+/// A 2-D heat stencil split in bands of rows over the MPI ranks, each rank's band swept by green
+/// threads in tiles, with the halo rows exchanged through footprint's MPI layer.
+#[derive(Parser)]
+#[command(name = "mpi_heat")]
+struct Cli {
+    /// Rows of the grid (a multiple of the rank count)
+    #[arg(long, default_value = "1024")]
+    rows: NonZeroUsize,
+    /// Columns of the grid
+    #[arg(long, default_value = "1024")]
+    cols: NonZeroUsize,
+    /// Sweeps
+    #[arg(long, default_value = "200")]
+    sweeps: NonZeroUsize,
+    /// Rows per tile (one green thread's work in a sweep)
+    #[arg(long = "tile-rows", default_value = "16")]
+    tile_rows: NonZeroUsize,
+    /// Workers per rank [default: the runtime's]
+    #[arg(long)]
+    workers: Option<NonZeroUsize>,
+    /// Runs of each mode
+    #[arg(long, default_value = "1")]
+    repeat: NonZeroUsize,
+    /// Compute the interior tiles while the halos are in flight
+    #[arg(long, conflicts_with = "compare")]
+    overlap: bool,
+    /// Run both modes (plain and overlap) and compare them
+    #[arg(long)]
+    compare: bool,
+}
+
+/// The parsed command line: `Ok(None)` when it asked for help (printed by rank 0).
+fn parse_args(rank: i32) -> Result<Option<Config>, String> {
+    let c = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            if rank == 0 {
+                let _ = e.print();
             }
-        };
-        match flag.as_str() {
-            "--rows" => c.rows = number("--rows")?,
-            "--cols" => c.cols = number("--cols")?,
-            "--sweeps" => c.sweeps = number("--sweeps")?,
-            "--tile-rows" => c.tile_rows = number("--tile-rows")?,
-            "--workers" => c.workers = Some(number("--workers")?),
-            "--repeat" => c.repeat = number("--repeat")?,
-            "--overlap" => c.modes = vec![Mode::Overlap],
-            "--compare" => c.modes = vec![Mode::Plain, Mode::Overlap],
-            other => return Err(format!("unknown argument {other:?}")),
+            return Ok(None);
         }
-    }
-    Ok(c)
+        Err(e) => return Err(e.render().to_string()),
+    };
+    let modes = if c.compare {
+        vec![Mode::Plain, Mode::Overlap]
+    } else if c.overlap {
+        vec![Mode::Overlap]
+    } else {
+        vec![Mode::Plain]
+    };
+    Ok(Some(Config {
+        rows: c.rows.get(),
+        cols: c.cols.get(),
+        sweeps: c.sweeps.get(),
+        tile_rows: c.tile_rows.get(),
+        workers: c.workers.map(NonZeroUsize::get),
+        modes,
+        repeat: c.repeat.get(),
+    }))
 }
 
 /// Rows per rank, or why the grid cannot be split over `ranks`.
@@ -345,11 +372,13 @@ fn main() -> ExitCode {
     let world = universe.world();
     let (rank, size) = (world.rank(), world.size());
     // Configuration errors are the same on every rank: rank 0 reports, all exit cleanly.
-    let setup = parse_args(std::env::args().skip(1))
-        .map_err(|e| format!("{e}\n{USAGE}"))
-        .and_then(|c| Ok((rows_per_rank(c.rows, size as usize)?, c)));
+    let setup = parse_args(rank).and_then(|c| match c {
+        Some(c) => Ok(Some((rows_per_rank(c.rows, size as usize)?, c))),
+        None => Ok(None),
+    });
     let (local, c) = match setup {
-        Ok(v) => v,
+        Ok(Some(v)) => v,
+        Ok(None) => return ExitCode::SUCCESS,
         Err(e) => {
             if rank == 0 {
                 eprintln!("mpi_heat: {e}");
