@@ -21,15 +21,65 @@ mod cpus;
 mod output;
 mod workloads;
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use clap::Parser;
 
 use footprint::par::Affinity;
 use workloads::{Env, Sizes};
 
-const USAGE: &str = "usage: scaling [--workers 1,2,4,8,16|all] [--quick | --tiny] [--runs N] \
-                     [--only SUBSTRING] [--out DIR]";
+/// The scaling suite: fork-join, loops and synchronisation workloads on footprint beside their
+/// peers, for each worker count W, both sides on the same W CPUs; a table of ratios (footprint's
+/// time ÷ the peer's, median of the runs) and scaling.csv, scaling.svg and scaling.md in --out.
+#[derive(Parser)]
+#[command(name = "scaling")]
+struct Cli {
+    /// Worker counts, comma-separated, or `all` (1, 2, 4, ... and the CPU count) [default: all;
+    /// with --tiny 1,3]
+    #[arg(long, value_parser = worker_counts)]
+    workers: Option<WorkerCounts>,
+    /// Smaller sizes: minutes
+    #[arg(long, conflicts_with = "tiny")]
+    quick: bool,
+    /// Tiny sizes, one run: seconds, correctness only (CI)
+    #[arg(long)]
+    tiny: bool,
+    /// Runs per cell (the median is reported) [default: 3; with --tiny 1]
+    #[arg(long)]
+    runs: Option<NonZeroUsize>,
+    /// Only the rows whose name contains this
+    #[arg(long)]
+    only: Option<String>,
+    /// Where the CSV, the plot and the table go
+    #[arg(long, default_value = "target/scaling")]
+    out: PathBuf,
+}
 
+/// `--workers`: `all` or positive counts.
+#[derive(Clone)]
+enum WorkerCounts {
+    All,
+    List(Vec<usize>),
+}
+
+fn worker_counts(v: &str) -> Result<WorkerCounts, String> {
+    if v == "all" {
+        return Ok(WorkerCounts::All);
+    }
+    v.split(',')
+        .map(|x| match x.trim().parse::<usize>() {
+            Ok(w) if w > 0 => Ok(w),
+            _ => Err(format!(
+                "positive counts separated by commas, or `all`, are needed; got {x:?}"
+            )),
+        })
+        .collect::<Result<_, _>>()
+        .map(WorkerCounts::List)
+}
+
+/// The run's settings: the command line with its defaults resolved.
 struct Args {
     workers: Vec<usize>,
     sizes: Sizes,
@@ -37,7 +87,6 @@ struct Args {
     runs: usize,
     only: Option<String>,
     out: PathBuf,
-    tiny: bool,
 }
 
 /// W = 1, 2, 4, ... up to the CPU count, and the CPU count itself.
@@ -49,64 +98,33 @@ fn all_counts(cpus: usize) -> Vec<usize> {
     v
 }
 
-fn parse(cpus: usize) -> Result<Args, String> {
-    let mut a = Args {
-        workers: all_counts(cpus),
-        sizes: workloads::FULL,
-        mode: "full",
-        runs: 3,
-        only: None,
-        out: PathBuf::from("target/scaling"),
-        tiny: false,
+fn parse(cpus: usize) -> Args {
+    let c = Cli::parse();
+    let (sizes, mode) = if c.tiny {
+        (workloads::TINY, "tiny")
+    } else if c.quick {
+        (workloads::QUICK, "quick")
+    } else {
+        (workloads::FULL, "full")
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        match flag.as_str() {
-            "--quick" => {
-                a.sizes = workloads::QUICK;
-                a.mode = "quick";
-            }
-            "--tiny" => {
-                a.sizes = workloads::TINY;
-                a.mode = "tiny";
-                a.runs = 1;
-                a.tiny = true;
-            }
-            "--workers" | "--runs" | "--out" | "--only" => {
-                let v = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-                match flag.as_str() {
-                    "--workers" if v == "all" => a.workers = all_counts(cpus),
-                    "--workers" => {
-                        a.workers = v
-                            .split(',')
-                            .map(|x| match x.trim().parse::<usize>() {
-                                Ok(w) if w > 0 => Ok(w),
-                                _ => Err(format!(
-                                    "--workers takes positive counts separated by commas, or \
-                                     `all`; got {x:?}"
-                                )),
-                            })
-                            .collect::<Result<_, _>>()?
-                    }
-                    "--runs" => {
-                        a.runs = match v.parse::<usize>() {
-                            Ok(n) if n > 0 => n,
-                            _ => return Err("--runs needs a positive integer".into()),
-                        }
-                    }
-                    "--only" => a.only = Some(v),
-                    _ => a.out = PathBuf::from(v),
-                }
-            }
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    if a.tiny && a.workers == all_counts(cpus) {
+    let workers = match c.workers {
+        Some(WorkerCounts::List(w)) => w,
+        Some(WorkerCounts::All) => all_counts(cpus),
         // CI: two counts are enough to exercise every path; one of them above the CPUs when
         // the machine has few.
-        a.workers = vec![1, 3];
+        None if c.tiny => vec![1, 3],
+        None => all_counts(cpus),
+    };
+    Args {
+        workers,
+        sizes,
+        mode,
+        runs: c
+            .runs
+            .map_or(if c.tiny { 1 } else { 3 }, NonZeroUsize::get),
+        only: c.only,
+        out: c.out,
     }
-    Ok(a)
 }
 
 /// One row's result at one worker count.
@@ -143,13 +161,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() -> ExitCode {
     let allowed = footprint::affinity::allowed_cpus().unwrap_or_default();
     let cpus = allowed.len().max(1);
-    let args = match parse(cpus) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = parse(cpus);
     let rows: Vec<_> = workloads::rows()
         .into_iter()
         .filter(|r| {

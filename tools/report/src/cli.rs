@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
+use clap::{ArgGroup, CommandFactory, FromArgMatches, Parser};
+
 /// How long and how thoroughly to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -51,21 +54,53 @@ pub struct Options {
     pub inject_failure: bool,
 }
 
-pub const USAGE: &str =
-    "usage: cargo run --release -p footprint-report -- [--quick | --full | --tiny] \
-[--only NAME]... [--out DIR] [--workers N] [--update-readme]
+/// The report's flags (what `--help` prints).
+#[derive(Parser, Debug)]
+#[command(
+    name = "footprint-report",
+    about = "Runs the papers' experiments and the peers, draws what happened, and writes \
+             index.html, report.md, and one SVG plot and one CSV per plot"
+)]
+#[command(group(ArgGroup::new("mode").args(["quick", "full", "tiny"]).multiple(false)))]
+struct Cli {
+    /// A smoke run of about a minute (every section, plot and CSV still written) [default mode:
+    /// every experiment, at most ~10 minutes on 2 cores]
+    #[arg(long)]
+    quick: bool,
+    /// Criterion-grade: many more repetitions
+    #[arg(long)]
+    full: bool,
+    /// Seconds (what the smoke test runs)
+    #[arg(long)]
+    tiny: bool,
+    /// Run only NAME (repeatable; the others are left out of the report)
+    #[arg(long, value_name = "NAME")]
+    only: Vec<String>,
+    /// Write the report to DIR [default: $CARGO_TARGET_DIR/footprint-report, else
+    /// target/footprint-report]
+    #[arg(long = "out", value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Workers of the fork-join experiments and their peers [default: one per CPU of the
+    /// allowed set; the papers' experiments keep their own counts]
+    #[arg(long, value_name = "N", value_parser = positive_workers)]
+    workers: Option<usize>,
+    /// Rewrite the README tables between <!-- report:begin NAME --> and <!-- report:end NAME -->
+    /// markers from this run
+    #[arg(long = "update-readme")]
+    update_readme: bool,
+    /// Adds an experiment that panics and one that hangs (the smoke test's check that failures
+    /// are reported)
+    #[arg(long = "inject-failure", hide = true)]
+    inject_failure: bool,
+}
 
-  (no mode flag)   every experiment, at most ~10 minutes on 2 cores
-  --quick          a smoke run of about a minute (every section, plot and CSV still written)
-  --full           criterion-grade: many more repetitions
-  --tiny           seconds (what the smoke test runs)
-  --only NAME      run only NAME (repeatable; the others are left out of the report)
-  --workers N      workers of the fork-join experiments and their peers (default: one per
-                   CPU of the allowed set; the papers' experiments keep their own counts)
-  --out DIR        write the report to DIR (default: $CARGO_TARGET_DIR/footprint-report, else
-                   target/footprint-report)
-  --update-readme  rewrite the README tables between <!-- report:begin NAME --> and
-                   <!-- report:end NAME --> markers from this run";
+/// `--workers`: a positive count.
+fn positive_workers(v: &str) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(w) if w > 0 => Ok(w),
+        _ => Err(format!("--workers needs a positive integer, got {v:?}")),
+    }
+}
 
 /// Why the command line was rejected: the message to print, and whether it was a request for help.
 #[derive(Debug)]
@@ -77,76 +112,33 @@ pub struct CliError {
 /// Parses `args` (without the program name). `valid_names` are the experiments `--only` accepts.
 pub fn parse(
     args: impl IntoIterator<Item = String>,
-    valid_names: &[&str],
+    valid_names: &[&'static str],
 ) -> Result<Options, CliError> {
-    let mut options = Options {
-        mode: Mode::Default,
-        only: Vec::new(),
-        update_readme: false,
-        out_dir: None,
-        workers: None,
-        inject_failure: false,
+    let command = Cli::command().mut_arg("only", |a| {
+        a.value_parser(PossibleValuesParser::new(valid_names.iter().copied()))
+    });
+    let cli = command
+        .try_get_matches_from(std::iter::once("footprint-report".to_string()).chain(args))
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map_err(|e| CliError {
+            message: e.render().to_string(),
+            help: !e.use_stderr(),
+        })?;
+    let mode = if cli.tiny {
+        Mode::Tiny
+    } else if cli.quick {
+        Mode::Quick
+    } else if cli.full {
+        Mode::Full
+    } else {
+        Mode::Default
     };
-    let error = |message: String| CliError {
-        message: format!("{message}\n\n{USAGE}"),
-        help: false,
-    };
-    let mut modes = 0;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--tiny" | "--quick" | "--full" => {
-                modes += 1;
-                options.mode = match arg.as_str() {
-                    "--tiny" => Mode::Tiny,
-                    "--quick" => Mode::Quick,
-                    _ => Mode::Full,
-                };
-            }
-            "--only" => {
-                let name = args
-                    .next()
-                    .ok_or_else(|| error("--only needs an experiment name".into()))?;
-                if !valid_names.contains(&name.as_str()) {
-                    return Err(error(format!(
-                        "unknown experiment {name:?} for --only; valid names: {}",
-                        valid_names.join(", ")
-                    )));
-                }
-                options.only.push(name);
-            }
-            "--out" => {
-                let dir = args
-                    .next()
-                    .ok_or_else(|| error("--out needs a directory".into()))?;
-                options.out_dir = Some(PathBuf::from(dir));
-            }
-            "--workers" => {
-                let n = args
-                    .next()
-                    .ok_or_else(|| error("--workers needs a count".into()))?;
-                match n.parse::<usize>() {
-                    Ok(w) if w > 0 => options.workers = Some(w),
-                    _ => {
-                        return Err(error(format!(
-                            "--workers needs a positive integer, got {n:?}"
-                        )))
-                    }
-                }
-            }
-            "--update-readme" => options.update_readme = true,
-            "--inject-failure" => options.inject_failure = true,
-            "-h" | "--help" => {
-                return Err(CliError {
-                    message: USAGE.into(),
-                    help: true,
-                })
-            }
-            other => return Err(error(format!("unknown argument {other:?}"))),
-        }
-    }
-    if modes > 1 {
-        return Err(error("give at most one of --tiny, --quick, --full".into()));
-    }
-    Ok(options)
+    Ok(Options {
+        mode,
+        only: cli.only,
+        update_readme: cli.update_readme,
+        out_dir: cli.out_dir,
+        workers: cli.workers,
+        inject_failure: cli.inject_failure,
+    })
 }
