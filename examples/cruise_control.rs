@@ -22,8 +22,8 @@
 
 use clap::Parser;
 use footprint::bandwidth::{self, Capacity};
-use footprint_workloads::cli;
 use footprint::{Counters, GreenBuilder, Runtime};
+use footprint_workloads::cli;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -13,9 +13,9 @@
 //! million guarded stacks fit; on older kernels guarded stacks cost two memory mappings each and
 //! stop near 30,000, which the runtime says at once; see `crates/runtime/README.md`, "Limits").
 
+use clap::{Parser, ValueEnum};
 use footprint::sync::{Barrier, Mutex};
 use footprint::{GreenBuilder, Runtime};
-use clap::{Parser, ValueEnum};
 use footprint_workloads::cli;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -119,9 +119,7 @@ fn parse(cpus: usize) -> Args {
         workers,
         sizes,
         mode,
-        runs: c
-            .runs
-            .map_or(if c.tiny { 1 } else { 3 }, NonZeroUsize::get),
+        runs: c.runs.map_or(if c.tiny { 1 } else { 3 }, NonZeroUsize::get),
         only: c.only,
         out: c.out,
     }

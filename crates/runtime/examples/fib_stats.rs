@@ -2,7 +2,9 @@
 //! (steals, green threads created for stolen halves, stacks mapped).
 //! `cargo run --release -p footprint-hpc-runtime --example fib_stats -- 30 2 [unpinned]`
 
+use clap::{Parser, ValueEnum};
 use footprint_runtime::{join, Runtime};
+use std::num::NonZeroUsize;
 use std::time::Instant;
 
 fn fib(n: u64) -> u64 {
@@ -21,11 +23,32 @@ fn fib_rayon(n: u64) -> u64 {
     a + b
 }
 
+/// fib(n) with a join at every level on the runtime and on rayon: the times and the runtime's
+/// counters.
+#[derive(Parser)]
+#[command(name = "fib_stats")]
+struct Args {
+    /// n of fib(n)
+    #[arg(default_value_t = 30)]
+    n: u64,
+    /// Workers (and rayon threads)
+    #[arg(default_value = "2")]
+    workers: NonZeroUsize,
+    /// Whether the runtime pins its workers to CPUs
+    #[arg(value_enum, default_value_t = Pin::Pinned)]
+    pin: Pin,
+}
+
+/// Worker pinning.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Pin {
+    Pinned,
+    Unpinned,
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(30);
-    let workers: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
-    let pin = args.next().is_none_or(|a| a != "unpinned");
+    let args = Args::parse();
+    let (n, workers, pin) = (args.n, args.workers.get(), args.pin == Pin::Pinned);
     let rt = Runtime::builder()
         .workers(workers)
         .pin(pin)

@@ -2,7 +2,9 @@
 //! number, summed up the tree with `spawn` + `JoinHandle::join`. Prints the time and the
 //! process's peak RSS. `cargo run --release -p footprint-hpc-runtime --example runtime_skynet -- [workers]`
 
+use clap::Parser;
 use footprint_runtime::{spawn, Runtime};
+use std::num::NonZeroUsize;
 use std::time::Instant;
 
 fn skynet(num: u64, size: u64) -> u64 {
@@ -27,19 +29,25 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Skynet(1M) on the runtime: time, resident memory and steals per round.
+#[derive(Parser)]
+#[command(name = "runtime_skynet")]
+struct Args {
+    /// Workers of the runtime
+    #[arg(default_value = "2")]
+    workers: NonZeroUsize,
+    /// Rounds
+    #[arg(default_value_t = 3)]
+    rounds: usize,
+}
+
 fn main() {
-    let workers: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2);
+    let args = Args::parse();
+    let (workers, rounds) = (args.workers.get(), args.rounds);
     let rt = Runtime::builder()
         .workers(workers)
         .build()
         .expect("runtime");
-    let rounds: usize = std::env::args()
-        .nth(2)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(3);
     for _ in 0..rounds {
         let t0 = Instant::now();
         let v = rt.block_on(|| skynet(0, 1_000_000));

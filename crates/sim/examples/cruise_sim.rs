@@ -6,22 +6,39 @@
 //! cargo run --release -p footprint-sim --example cruise_sim [-- --sim-ms 200 --seed 1]
 //! ```
 
+use clap::Parser;
 use footprint_sim::membus::{calibrate, cruise_control, BusModel, CruiseParams};
 use std::fmt::Write as _;
 
+/// 004 §4.2 on the simulated memory bus: Table 4.2 and Process Cruise Control, two tables and
+/// target/simulate/cruise.csv.
+#[derive(Parser)]
+#[command(name = "cruise_sim")]
+struct Args {
+    /// Simulated milliseconds per run (positive) [default: the simulator's]
+    #[arg(long = "sim-ms", value_parser = positive_ms, allow_negative_numbers = true)]
+    sim_ms: Option<f64>,
+    /// The simulation's seed [default: the simulator's]
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// `--sim-ms`: a positive number.
+fn positive_ms(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|ms| *ms > 0.0 && ms.is_finite())
+        .ok_or_else(|| format!("a positive number of milliseconds is needed, got {v:?}"))
+}
+
 fn main() {
+    let args = Args::parse();
     let mut p = CruiseParams::default();
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().and_then(|v| v.parse::<f64>().ok());
-        match (flag.as_str(), value) {
-            ("--sim-ms", Some(v)) if v > 0.0 => p.sim_ms = v,
-            ("--seed", Some(v)) if v >= 0.0 => p.seed = v as u64,
-            _ => {
-                eprintln!("usage: cruise_sim [--sim-ms MS (positive)] [--seed N]");
-                std::process::exit(2);
-            }
-        }
+    if let Some(ms) = args.sim_ms {
+        p.sim_ms = ms;
+    }
+    if let Some(seed) = args.seed {
+        p.seed = seed;
     }
     let bus = BusModel::e3000_two_banks();
     println!(
