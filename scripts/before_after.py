@@ -14,18 +14,21 @@ bench: each benchmark's median in every process of either build, and the ratio o
     python3 scripts/before_after.py --before /tmp/before-target --after target --rounds 2
 
 The bench executables are found in `<target>/release/deps` (the newest `<bench>-<hash>` file).
-Criterion's output of every process is kept in --logs (default target/before-after/).
+A benchmark's figure in one process is the median time per iteration that criterion wrote
+(`median.point_estimate` of its `new/estimates.json`, scripts/criterion_estimates.py); each
+process gets a criterion home of its own. Criterion's output and results of every process are
+kept in --logs (default target/before-after/: `<bench>-<side>-<round>.log` and `.criterion/`).
 """
 
 import argparse
 import glob
 import os
-import re
 import statistics
 import subprocess
 import sys
 
-from five_runs import criterion_medians
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from criterion_estimates import fresh_home, medians, run_env  # noqa: E402
 
 SHORT = ["--warm-up-time", "1", "--measurement-time", "2"]
 
@@ -51,15 +54,19 @@ def executable(target, bench):
     return max(found, key=os.path.getmtime)
 
 
-def run(cmd, lock, log):
+def run(cmd, lock, log, home):
+    """Runs one bench process with its criterion results in `home`; returns its medians."""
     if lock:
         cmd = ["flock", lock] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=run_env(fresh_home(home)))
     with open(log, "w") as f:
         f.write(p.stdout + p.stderr)
     if p.returncode != 0:
         sys.exit(f"before_after: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
-    return p.stdout
+    found = medians(home)
+    if not found:
+        sys.exit(f"before_after: {' '.join(cmd)} left no criterion estimates in {home}")
+    return found
 
 
 def fmt(ns):
@@ -97,14 +104,15 @@ def main():
                 cmd = [exes[side], "--bench"] + SHORT
                 if BENCHES[bench]:
                     cmd.append(BENCHES[bench])
-                log = os.path.join(args.logs, f"{bench}-{side}-{r}.log")
-                figures[side].append(criterion_medians(run(cmd, args.lock, log)))
+                stem = os.path.join(args.logs, f"{bench}-{side}-{r}")
+                figures[side].append(run(cmd, args.lock, stem + ".log", stem + ".criterion"))
                 print(f"before_after: {bench} {side} {r + 1}/{args.rounds} done",
                       file=sys.stderr)
         ids = [i for i in figures["after"][0] if all(i in f for s in figures.values() for f in s)]
         print(f"**{bench}** (`{os.path.basename(exes['after'])} --bench "
               f"{' '.join(SHORT)}{' ' + repr(BENCHES[bench]) if BENCHES[bench] else ''}`)\n")
-        print("| benchmark | before | after | after ÷ before |")
+        print("| benchmark | before: each process's median | after: each process's median "
+              "| after ÷ before (median of each side) |")
         print("| --- | ---: | ---: | ---: |")
         for i in ids:
             before = [f[i] for f in figures["before"]]

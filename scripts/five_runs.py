@@ -8,9 +8,11 @@ pasted with the command and commit it prints.
     python3 scripts/five_runs.py --runs 3 --only locks,lock_hot
     python3 scripts/five_runs.py --lock /work/bench.lock   # each process under flock(1)
 
-Criterion's logs and the examples' output are kept in --logs (default
-target/five-runs/<commit>/), one file per set and process, so a table can be printed again from
-them with --from-logs. Needs the benches built (`cargo bench --no-run`, `cargo bench -p
+Each criterion figure is the median time per iteration that criterion itself wrote
+(`median.point_estimate` of its `new/estimates.json`, scripts/criterion_estimates.py). Every
+process's logs, the examples' output and criterion's results (`<set>-<i>.criterion/`) are kept in
+--logs (default target/five-runs/<commit>/), so a table can be printed again from them with
+--from-logs. Needs the benches built (`cargo bench --no-run`, `cargo bench -p
 footprint-hpc-locks --no-run`) and `cargo build --release --example skynet`; the script runs them
 through cargo, which rebuilds if needed.
 """
@@ -22,6 +24,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from criterion_estimates import fresh_home, medians, run_env  # noqa: E402
 
 SHORT = ["--warm-up-time", "1", "--measurement-time", "2"]
 
@@ -123,27 +128,6 @@ SETS = {
     },
 }
 
-UNITS = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-def criterion_medians(text):
-    """Bench id → median in ns, from criterion's stdout."""
-    out = {}
-    name = None
-    for line in text.splitlines():
-        m = re.match(r"^(\S+)\s+time:\s+\[\S+ \S+ (\S+) (\S+)", line)
-        if m:
-            out[m.group(1)] = float(m.group(2)) * UNITS[m.group(3)]
-            continue
-        m = re.match(r"^\s+time:\s+\[\S+ \S+ (\S+) (\S+)", line)
-        if m and name:
-            out[name] = float(m.group(1)) * UNITS[m.group(2)]
-            continue
-        if line and not line[0].isspace() and "/" in line and " " not in line.strip():
-            name = line.strip()
-    return out
-
-
 def skynet_figures(impl, text):
     m = re.search(r"best_ms=([\d.]+).*peak_rss_mib=([\d.]+)", text)
     if not m:
@@ -151,10 +135,10 @@ def skynet_figures(impl, text):
     return {f"{impl}/best": float(m.group(1)), f"{impl}/rss": float(m.group(2))}
 
 
-def run(cmd, lock):
+def run(cmd, lock, env=None):
     if lock:
         cmd = ["flock", lock] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"five_runs: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
     return p.stdout + p.stderr
@@ -170,17 +154,20 @@ def one_process(name, spec, i, logs, lock, from_logs):
     figures = {}
     cmds = spec.get("cmds", {"": spec.get("cmd")})
     for impl, cmd in cmds.items():
-        path = os.path.join(logs, f"{name}{'-' + impl if impl else ''}-{i}.log")
+        stem = os.path.join(logs, f"{name}{'-' + impl if impl else ''}-{i}")
+        # A criterion process writes its results to a home of its own, kept beside its log.
+        home = stem + ".criterion"
         if from_logs:
-            with open(path) as f:
+            with open(stem + ".log") as f:
                 text = f.read()
         else:
             before = load()
-            text = run(cmd, lock)
+            env = None if impl else run_env(fresh_home(home))
+            text = run(cmd, lock, env)
             text = f"# {time.strftime('%H:%M:%S', time.gmtime())} UTC load {before} -> {load()}\n" + text
-            with open(path, "w") as f:
+            with open(stem + ".log", "w") as f:
                 f.write(text)
-        figures.update(skynet_figures(impl, text) if impl else criterion_medians(text))
+        figures.update(skynet_figures(impl, text) if impl else medians(home))
     return figures
 
 
