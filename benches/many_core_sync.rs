@@ -103,7 +103,7 @@ fn workloads<'a>(
         (
             "footprint_block".into(),
             Box::new(move || {
-                bodies::bump_green::<footprint::sync::BlockTtasMutex<[u64; 8]>>(
+                bodies::bump_green::<footprint::sync::baseline::BlockTtasMutex<[u64; 8]>>(
                     rt, threads, BUMP_OPS,
                 )
             }),
@@ -111,7 +111,7 @@ fn workloads<'a>(
         (
             "footprint_spin".into(),
             Box::new(move || {
-                bodies::bump_green::<footprint::sync::SpinTtasMutex<[u64; 8]>>(
+                bodies::bump_green::<footprint::sync::baseline::SpinTtasMutex<[u64; 8]>>(
                     rt, threads, BUMP_OPS,
                 )
             }),

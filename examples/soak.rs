@@ -22,10 +22,13 @@
 
 use clap::builder::PossibleValuesParser;
 use clap::Parser;
+use footprint::sync::baseline::{
+    BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, SpinArrayMutex, SpinMcsMutex,
+    SpinTicketMutex, SpinTtasMutex, TtasMutex,
+};
 use footprint::sync::{
-    ArrayMutex, BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier,
-    Condvar, DisseminationBarrier, McsMutex, Mutex, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex,
-    SpinTtasMutex, TicketMutex, TreeBarrier, TtasMutex,
+    ArrayMutex, CentralBarrier, Condvar, DisseminationBarrier, McsMutex, Mutex, TicketMutex,
+    TreeBarrier,
 };
 use footprint::{GreenBuilder, GreenLocal, Runtime};
 use std::panic::AssertUnwindSafe;

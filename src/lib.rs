@@ -119,14 +119,34 @@ pub use footprint_runtime::{node, tranquilizer};
 #[cfg(not(loom))]
 pub mod sync {
     pub use footprint_locks::{
-        stats, AlwaysSpin, ArrayMutex, Barrier, BarrierError, BarrierWaitResult, BlockArrayMutex,
-        BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, CentralBarrier, Condvar,
-        DisseminationBarrier, ImmediateBlock, Informed, LazyLock, MappedMutexGuard,
-        MappedRwLockReadGuard, MappedRwLockWriteGuard, McsMutex, Mutex, MutexGuard, Once, OnceLock,
-        OnceState, PriorityClass, RawLock, RawRwLock, RwLock, RwLockReadGuard, RwLockWriteGuard,
-        Semaphore, SemaphorePermit, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex,
-        TicketMutex, TreeBarrier, TtasMutex, WaitPolicy, WaitTimeoutResult,
+        stats, ArrayMutex, Barrier, BarrierError, BarrierWaitResult, CentralBarrier, Condvar,
+        DisseminationBarrier, Informed, LazyLock, MappedMutexGuard, MappedRwLockReadGuard,
+        MappedRwLockWriteGuard, McsMutex, Mutex, MutexGuard, Once, OnceLock, OnceState,
+        PriorityClass, RawLock, RawRwLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore,
+        SemaphorePermit, TicketMutex, TreeBarrier, WaitPolicy, WaitTimeoutResult,
     };
+
+    /// The baseline lock variants that the experiments compare the informing locks with: the
+    /// same algorithms with a scheduler-oblivious wait (`Spin*`: [`AlwaysSpin`], spin until the
+    /// lock is free) or one that parks at once (`Block*`: [`ImmediateBlock`]), and [`TtasMutex`],
+    /// the default [`Mutex`](super::Mutex)'s algorithm under its own name. A program picks
+    /// [`Mutex`](super::Mutex) (or a FIFO [`TicketMutex`](super::TicketMutex),
+    /// [`McsMutex`](super::McsMutex), [`ArrayMutex`](super::ArrayMutex)); these are for
+    /// measuring what informed waiting is worth.
+    ///
+    /// ```
+    /// use footprint::sync::baseline::SpinTtasMutex;
+    /// let m = SpinTtasMutex::new(1u32);
+    /// *m.lock() += 1;
+    /// assert_eq!(*m.lock(), 2);
+    /// ```
+    pub mod baseline {
+        pub use footprint_locks::{
+            AlwaysSpin, BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex,
+            ImmediateBlock, SpinArrayMutex, SpinMcsMutex, SpinTicketMutex, SpinTtasMutex,
+            TtasMutex,
+        };
+    }
 }
 
 /// Starts the run-time profile sampler of `footprint-pmu` for this process (CPU utilisation,

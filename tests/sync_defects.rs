@@ -118,7 +118,7 @@ macro_rules! spinner_lets_a_yielded_holder_run {
             );
             with_watchdog(30, what, || {
                 let rt = runtime(1);
-                let m = Arc::new(footprint::sync::$ty::new(0u64));
+                let m = Arc::new(footprint::sync::baseline::$ty::new(0u64));
                 let m2 = m.clone();
                 rt.block_on(move || {
                     footprint::spawn(move || {

@@ -183,10 +183,10 @@ pub trait BumpLock: Send + Sync {
 
 /// `BumpLock` for footprint's mutexes (the default and its waiting-policy baselines).
 macro_rules! footprint_bump_lock {
-    ($($m:ident),*) => {$(
-        impl BumpLock for footprint::sync::$m<[u64; 8]> {
+    ($($m:ty),*) => {$(
+        impl BumpLock for $m {
             fn new() -> Self {
-                footprint::sync::$m::new([0; 8])
+                <$m>::new([0; 8])
             }
             fn bump(&self) {
                 let mut g = self.lock();
@@ -201,7 +201,11 @@ macro_rules! footprint_bump_lock {
     )*};
 }
 
-footprint_bump_lock!(Mutex, BlockTtasMutex, SpinTtasMutex);
+footprint_bump_lock!(
+    footprint::sync::Mutex<[u64; 8]>,
+    footprint::sync::baseline::BlockTtasMutex<[u64; 8]>,
+    footprint::sync::baseline::SpinTtasMutex<[u64; 8]>
+);
 
 impl BumpLock for std::sync::Mutex<[u64; 8]> {
     fn new() -> Self {
