@@ -9,7 +9,9 @@
 //! - [`policy`]: the five strategies of 004 Table 3.3 behind one trait, and `Auto`.
 //! - [`ready`]: a ready structure ordered by key, FIFO among equal keys.
 //! - [`placement`]: lock-hot placement (000), data-fragment batching (001), thread shuffling
-//!   (003), partner forces (004 §5.3).
+//!   (003).
+//! - [`research`]: models no runtime path uses, for experiments: partner forces (004 §5.3) and
+//!   001's penalty model.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -35,6 +37,7 @@ pub mod placement;
 pub mod policy;
 pub mod ready;
 pub mod reload;
+pub mod research;
 pub mod topology;
 
 pub use ledger::Ledger;

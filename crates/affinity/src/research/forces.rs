@@ -1,4 +1,4 @@
-//! Attracting and repulsing threads (004 §5.3, optional advisor).
+//! Attracting and repulsing threads (004 §5.3; an advisor the runtime does not consult).
 //!
 //! Synchronisation partners that share data attract each other: each time thread A on worker X
 //! synchronises with B, B's pull towards X grows by the misses A spent on their shared data.
@@ -7,7 +7,7 @@
 //! ([`PartnerForces::age`]) and load balance limits every suggestion.
 //!
 //! ```
-//! use footprint_affinity::placement::forces::PartnerForces;
+//! use footprint_affinity::research::forces::PartnerForces;
 //! let mut forces = PartnerForces::new(2);
 //! forces.attract(1, 0, 5000);                         // thread 1's partner ran on worker 0
 //! assert_eq!(forces.advise(1, 1, &[2, 2]), Some(0));  // so thread 1 should move there
