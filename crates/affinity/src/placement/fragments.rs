@@ -11,8 +11,8 @@
 //!
 //! The `order` of a [`FragmentPlacement`] is a key for the worker's ready structure (smaller
 //! first, FIFO among equals): every thread of a batch gets the batch's key, so a batch runs back
-//! to back. [`PenaltyModel`] is 001's cost model, to evaluate schedules (see the five-thread
-//! example in the tests).
+//! to back. 001's cost model, to evaluate schedules, is
+//! [`research::penalty`](crate::research::penalty) (no runtime path uses it).
 //!
 //! ```
 //! use footprint_affinity::placement::fragments::FragmentBatcher;
