@@ -17,9 +17,7 @@
 //! either fails, 2 on a bad argument. More workers than CPUs run oversubscribed: such ratios
 //! show the shape, not figures to quote.
 
-mod cpus;
 mod output;
-mod workloads;
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -28,7 +26,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use footprint::par::Affinity;
-use workloads::{Env, Sizes};
+use footprint_workloads::scaling::{self as workloads, cpus, Env, Sizes};
 
 /// The scaling suite: fork-join, loops and synchronisation workloads on footprint beside their
 /// peers, for each worker count W, both sides on the same W CPUs; a table of ratios (footprint's

@@ -23,6 +23,7 @@ pub mod micro;
 pub mod multiprog;
 pub mod orders;
 pub mod peers;
+pub mod scaling;
 pub mod short;
 pub mod skynet;
 pub mod sleep;

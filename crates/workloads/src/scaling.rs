@@ -1,7 +1,9 @@
-//! The workloads, each as a footprint side and a peer side that compute the same answer (the
-//! suite checks that the two agree) on the same CPUs.
+//! The scaling suite's workloads (`examples/scaling`), each as a footprint side and a peer side
+//! that compute the same answer (the suite checks that the two agree) on the same CPUs.
 
-use crate::cpus::os_threads;
+pub mod cpus;
+
+use cpus::os_threads;
 use footprint::par::{self, Affinity, Schedule};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
