@@ -41,35 +41,48 @@ pub fn summary(sections: &[Section]) -> Table {
     t
 }
 
-/// The whole report.
-pub fn render(header: &Header, sections: &[Section]) -> String {
+/// The report's head: title, run header and summary table.
+pub fn head(header: &Header, sections: &[Section]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# footprint report\n");
     for line in header.lines() {
         let _ = writeln!(out, "- {line}");
     }
     let _ = writeln!(out, "\n## Summary\n\n{}", table(&summary(sections)));
+    out
+}
+
+/// One experiment's section: its title, status, claim and verdict, plots, tables and notes.
+pub fn section(s: &Section) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## {}\n", s.title);
+    let _ = writeln!(out, "- **Status:** {}", s.status.label());
+    let _ = writeln!(out, "- **Source:** {}", s.source);
+    let _ = writeln!(out, "- **Claim:** {}", s.claim);
+    let _ = writeln!(out, "- **Measured:** {}", s.measured);
+    let _ = writeln!(out, "- **Verdict:** {}", s.verdict);
+    let _ = writeln!(out, "- **Time taken:** {:.1?}\n", s.elapsed);
+    for p in &s.plots {
+        let _ = writeln!(
+            out,
+            "![{}]({}.svg)\n\n[data: {}.csv]({}.csv)\n",
+            p.title, p.id, p.id, p.id
+        );
+    }
+    for t in &s.tables {
+        let _ = writeln!(out, "**{}**\n\n{}", t.title, table(t));
+    }
+    for n in &s.notes {
+        let _ = writeln!(out, "> {n}\n");
+    }
+    out
+}
+
+/// The whole report (`report.md`; `index.html` is the same Markdown rendered).
+pub fn render(header: &Header, sections: &[Section]) -> String {
+    let mut out = head(header, sections);
     for s in sections {
-        let _ = writeln!(out, "## {}\n", s.title);
-        let _ = writeln!(out, "- **Status:** {}", s.status.label());
-        let _ = writeln!(out, "- **Source:** {}", s.source);
-        let _ = writeln!(out, "- **Claim:** {}", s.claim);
-        let _ = writeln!(out, "- **Measured:** {}", s.measured);
-        let _ = writeln!(out, "- **Verdict:** {}", s.verdict);
-        let _ = writeln!(out, "- **Time taken:** {:.1?}\n", s.elapsed);
-        for p in &s.plots {
-            let _ = writeln!(
-                out,
-                "![{}]({}.svg)\n\n[data: {}.csv]({}.csv)\n",
-                p.title, p.id, p.id, p.id
-            );
-        }
-        for t in &s.tables {
-            let _ = writeln!(out, "**{}**\n\n{}", t.title, table(t));
-        }
-        for n in &s.notes {
-            let _ = writeln!(out, "> {n}\n");
-        }
+        out.push_str(&section(s));
     }
     out
 }
