@@ -127,12 +127,12 @@ pub mod sync {
     };
 
     /// The baseline lock variants that the experiments compare the informing locks with: the
-    /// same algorithms with a scheduler-oblivious wait (`Spin*`: [`AlwaysSpin`], spin until the
-    /// lock is free) or one that parks at once (`Block*`: [`ImmediateBlock`]), and [`TtasMutex`],
-    /// the default [`Mutex`](super::Mutex)'s algorithm under its own name. A program picks
-    /// [`Mutex`](super::Mutex) (or a FIFO [`TicketMutex`](super::TicketMutex),
-    /// [`McsMutex`](super::McsMutex), [`ArrayMutex`](super::ArrayMutex)); these are for
-    /// measuring what informed waiting is worth.
+    /// same algorithms with a scheduler-oblivious wait (`Spin*`:
+    /// [`AlwaysSpin`](baseline::AlwaysSpin), spin until the lock is free) or one that parks at
+    /// once (`Block*`: [`ImmediateBlock`](baseline::ImmediateBlock)), and [`TtasMutex`](baseline::TtasMutex), the
+    /// default [`Mutex`]'s algorithm under its own name. A program picks [`Mutex`] (or a FIFO
+    /// [`TicketMutex`], [`McsMutex`], [`ArrayMutex`]); these are for measuring what informed
+    /// waiting is worth.
     ///
     /// ```
     /// use footprint::sync::baseline::SpinTtasMutex;
