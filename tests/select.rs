@@ -541,3 +541,49 @@ fn linearizable_try_select() {
         }
     });
 }
+
+/// Selects that each offer both a send and a receive on one rendezvous channel pair off with
+/// each other (crossbeam's `matching`): every select completes and nothing is left over.
+#[test]
+fn matching() {
+    both("matching", |on| {
+        const THREADS: usize = 2;
+        for _ in 0..2000 {
+            let (s, r) = channel::bounded::<usize>(0);
+            let threads: Vec<Thread> = (0..THREADS)
+                .map(|i| {
+                    let (s, r) = (s.clone(), r.clone());
+                    go(on, move || {
+                        select! {
+                            recv(r) -> v => assert_ne!(v.unwrap(), i),
+                            send(s, i) -> res => res.unwrap(),
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join();
+            }
+            assert!(r.try_recv().unwrap_err().is_empty());
+        }
+    });
+}
+
+#[test]
+fn probe_try_select_send_vs_blocked_select_recv() {
+    with_watchdog(10, "probe", || {
+        let (s, r) = channel::bounded::<i32>(0);
+        let t = std::thread::spawn(move || select! { recv(r) -> v => v.unwrap() });
+        let mut spins = 0u64;
+        loop {
+            let done = select! { send(s, 7) -> res => { res.unwrap(); true }, default => false };
+            if done {
+                break;
+            }
+            spins += 1;
+            std::thread::yield_now();
+        }
+        eprintln!("spins {spins}");
+        assert_eq!(t.join().unwrap(), 7);
+    });
+}
