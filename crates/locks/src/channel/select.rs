@@ -361,7 +361,14 @@ impl<'a> Select<'a> {
             }
             linked = k + 1;
         }
-        token.park(deadline);
+        let (first, _) = self.ops[0];
+        token.park(
+            deadline,
+            crate::hook::WaitOn::Channel {
+                addr: first.addr() as usize,
+                send: first.is_send(),
+            },
+        );
         for (k, (e, _)) in self.ops.iter().enumerate().take(linked) {
             e.unwatch(&watches[k]);
         }

@@ -29,7 +29,7 @@
 //! `tests/loom.rs` check that a send racing the linking is never missed and that two selects
 //! racing to register on both ends of a rendezvous always pair.
 
-use crate::hook::{current_hook, Placement, PriorityClass, Unparker};
+use crate::hook::{current_hook, Placement, PriorityClass, Unparker, WaitOn};
 use crate::sync::{AtomicUsize, Ordering};
 use crate::wait::{ClassScope, Informed};
 use std::cell::UnsafeCell;
@@ -116,13 +116,16 @@ impl Token {
     /// Parks the calling thread until the token is set (and, if claimed, handed over) or
     /// `deadline` passes. A claim made before the deadline is waited for past it: the claimer
     /// is committed to this select and hands over shortly.
-    pub(crate) fn park(&self, deadline: Option<Instant>) {
+    /// `what` is recorded for the runtime's report of parked threads (a select names its first
+    /// operation's channel).
+    pub(crate) fn park(&self, deadline: Option<Instant>, what: WaitOn) {
         if self.settled() {
             return;
         }
         let hook = current_hook();
         let scope = ClassScope::enter::<Informed>();
         scope.publish(PriorityClass::Waiter);
+        hook.note_wait(what);
         while !self.settled() {
             match deadline {
                 Some(d) if !self.is_set() => {
