@@ -3,13 +3,16 @@
 //! ranks. A thin layer over [rsmpi](https://docs.rs/mpi) (re-exported as [`rsmpi`]), which stays
 //! the MPI API you call.
 //!
-//! # Threading level: `MPI_THREAD_MULTIPLE`
+//! # Threading level: [`init`] chooses the route
 //! A green thread may resume on any worker (work stealing), and [`blocking`] runs its call on a
-//! thread of the blocking pool, so MPI is called from several OS threads, possibly at once.
-//! That is [`Threading::Multiple`]; [`initialize`] asks for it and returns
-//! [`MpiError::ThreadingTooLow`] when the library offers less. For a library that grants only
-//! `Funneled` or `Serialized`, start a [`ProgressOwner`] instead: one OS thread initialises MPI
-//! and runs every MPI call the green threads hand it.
+//! thread of the blocking pool, so calling MPI directly from green threads needs
+//! [`Threading::Multiple`]; [`initialize`] asks for it and returns
+//! [`MpiError::ThreadingTooLow`] when the library offers less. [`init`] serves every level with
+//! one program: it asks for `Multiple` and, from the level granted, lets green threads call MPI
+//! themselves ([`Route::Direct`], through [`SharedComm`]) or routes every call through a
+//! [`ProgressOwner`] thread ([`Route::Owner`], `Funneled`/`Serialized`), whose progress engine
+//! tests the requests green threads posted ([`Comm::post`], [`ProgressOwner::post`]) and wakes
+//! each waiter when its request completes. [`init`]'s docs weigh the two routes' costs.
 //!
 //! # Communicators in green threads
 //! rsmpi's communicators are not `Send`; [`SharedComm`] makes any owning communicator (split,
@@ -568,10 +571,12 @@ type OwnerJob = Box<dyn FnOnce() + Send>;
 ///
 /// A green thread in [`call`](ProgressOwner::call) parks on a channel until its job has run, so
 /// its worker keeps running other green threads. Jobs run one after another, so a job must not
-/// wait for something only another rank's later job provides (a blocking receive whose send is
-/// queued behind a receive on the peer deadlocks): poll instead, as in the example (an
-/// immediate matched probe, then a receive of the message that is already there), and send
-/// small messages (they complete eagerly).
+/// block on something only another rank's later job provides (a blocking receive whose send is
+/// queued behind a receive on the peer deadlocks): [`post`](ProgressOwner::post) the operation
+/// instead (the owner's progress engine tests the posted requests between jobs and wakes each
+/// waiter when its request completes), or poll, as in the example (an immediate matched probe,
+/// then a receive of the message that is already there). [`init`] picks this owner or direct
+/// calls from the level the library grants, behind one API ([`Comm`]).
 ///
 /// ```
 /// use footprint::mpi::rsmpi::{topology::SimpleCommunicator, traits::*};
