@@ -151,6 +151,24 @@ pub(crate) fn progress_owner() -> (usize, bool) {
 /// [`ProgressOwner::post`](super::ProgressOwner::post): [`wait`](Posted::wait) for its buffer
 /// and status. Dropping it does not cancel the operation: the buffer is kept until MPI is done
 /// with it (under the owner, by the owner; otherwise the drop waits).
+///
+/// ```
+/// use footprint::mpi::rsmpi::traits::*;
+/// let mpi = footprint::mpi::init_requesting(footprint::mpi::rsmpi::Threading::Funneled)?;
+/// let world = mpi.world();
+/// let me = world.rank();
+/// let rt = footprint::Runtime::builder().workers(1).build()?;
+/// let got = rt.block_on(|| {
+///     let recv = world.post([0u8; 2], move |buf, c, scope| {
+///         c.process_at_rank(me).immediate_receive_into(scope, &mut buf[..])
+///     });
+///     world.post([4u8, 2], move |buf, c, scope| c.process_at_rank(me).immediate_send(scope, &buf[..]))
+///         .wait();
+///     recv.wait().0                                       // the buffer comes back
+/// });
+/// assert_eq!(got, [4, 2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a posted operation's buffer comes back through wait"]
 pub struct Posted<B> {
     inner: Inner<B>,

@@ -124,6 +124,23 @@ impl Mpi {
 /// in the owner thread's table of communicators (rsmpi's communicators may not leave the thread
 /// that may call MPI there). Every call goes through [`call`](Comm::call) or
 /// [`post`](Comm::post), which hand the communicator to a closure where it may be used.
+///
+/// ```
+/// use footprint::mpi::rsmpi::{topology::Color, traits::*};
+/// let mpi = footprint::mpi::init()?;
+/// let world = mpi.world();
+/// let half = world.split_by_color(Color::with_value(world.rank() % 2)).expect("a color");
+/// let rt = footprint::Runtime::builder().workers(2).build()?;
+/// let sizes = rt.block_on(|| {
+///     let hs: Vec<_> = (0..4).map(|_| {
+///         let half = half.clone();                  // Send + Sync, whatever the route
+///         footprint::spawn(move || half.call(|c| c.size()))
+///     }).collect();
+///     hs.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
+/// });
+/// assert!(sizes.iter().all(|&s| s == half.size()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Comm {
     inner: Arc<CommInner>,
