@@ -1247,3 +1247,32 @@ fn channel_through_channel_all_capacities() {
         }
     });
 }
+
+/// A place reserved by a chosen send is kept from a select blocked on sending to the channel
+/// until the chosen send completes, to a receiver that came meanwhile or into the buffer; then
+/// the blocked select gets its turn: both messages arrive, once each.
+#[test]
+fn a_reserved_place_then_a_blocked_select_send() {
+    both("reserved place freed", |on| {
+        for _ in 0..20 {
+            let (s, r) = channel::bounded::<i32>(1);
+            let mut sel = Select::new();
+            sel.send(&s);
+            let oper = sel.try_select().expect("an empty one-place channel");
+            let s2 = s.clone();
+            // Blocked: the only place is reserved.
+            let sender = go_watched(on, move || select! { send(s2, 2) -> res => res.unwrap() });
+            until_parked(&sender);
+            let (got_tx, got_rx) = channel::bounded(1);
+            let r2 = r.clone();
+            let receiver = go(on, move || got_tx.send(r2.recv().unwrap()).unwrap());
+            oper.send(&s, 1).unwrap();
+            receiver.join();
+            sender.thread.join();
+            let mut got = [got_rx.recv().unwrap(), r.recv().unwrap()];
+            got.sort_unstable();
+            assert_eq!(got, [1, 2]);
+            assert!(r.try_recv().unwrap_err().is_empty());
+        }
+    });
+}

@@ -405,7 +405,7 @@ impl<T> Chan<T> {
             addr: self as *const Chan<T> as usize,
             send: false,
         };
-        if self.cap == 0 {
+        if self.cap == 0 && !st.send_watchers.is_empty() {
             // A blocked select offering a send: commit it to us and wait for its message (it
             // evaluates the message once woken), past any deadline: it is on its way.
             let node = Handoff::new(None);
@@ -430,9 +430,13 @@ impl<T> Chan<T> {
         }
         let node = Handoff::new(None);
         st.receivers.push_back(NonNull::from(&node));
-        // Selects only watching (`ready`) for a send may now send (claimable ones would have
-        // been claimed above).
-        let woken = fire_observers(&mut st.send_watchers);
+        // Selects watching for a send may send to us now. On a zero-capacity channel only those
+        // that merely check (`ready`): the claimable ones were claimed above if they could be.
+        let woken = if self.cap == 0 {
+            fire_observers(&mut st.send_watchers)
+        } else {
+            fire(&mut st.send_watchers)
+        };
         drop(st);
         wake_all(woken);
         let linked = Linked {
@@ -496,15 +500,18 @@ impl<T> Chan<T> {
                     return Err(msg);
                 }
                 if let Some(r) = st.receivers.pop_front() {
-                    // The buffer emptied and a receiver parked since the reservation.
+                    // The buffer emptied and a receiver parked since the reservation: the
+                    // message goes to it, and the reserved place is free for a watching select.
                     // SAFETY: a linked node is alive and ours to fill under the lock.
                     let u = unsafe {
                         let r = r.as_ref();
                         r.put(msg);
                         r.complete(DONE)
                     };
+                    let woken = fire(&mut st.send_watchers);
                     drop(st);
                     wake_all([u]);
+                    wake_all(woken);
                     return Ok(());
                 }
                 st.buf.push_back(msg);
