@@ -1276,3 +1276,178 @@ fn a_reserved_place_then_a_blocked_select_send() {
         }
     });
 }
+
+/// Crossbeam's macro tests of syntax and evaluation (`default_when_disconnected`,
+/// `default_only`, `default_syntax`, `same_variable_name`, `handles_on_heap`, `once_blocks`,
+/// `references`, `move_handles`, `infer_types`, `result_types`, `evaluate`, `case_blocks`).
+#[test]
+fn macro_syntax_and_evaluation() {
+    both("macro syntax", |_| {
+        // default_when_disconnected
+        let (_, r) = channel::unbounded::<i32>();
+        select! {
+            recv(r) -> res => assert!(res.is_err()),
+            default => panic!("a disconnected receive is ready"),
+        }
+        let (s, _) = channel::bounded::<i32>(0);
+        select! {
+            send(s, 0) -> res => assert!(res.is_err()),
+            default(ms(1000)) => panic!("a disconnected send is ready"),
+        }
+        // default_only and default()
+        let start = Instant::now();
+        select! { default => {} }
+        select! { default() => {} }
+        select! { default(ms(30)) => {} }
+        assert!(start.elapsed() >= ms(30));
+        let (s, r) = channel::bounded::<i32>(0);
+        select! {
+            recv(r) -> _ => panic!("nothing sent"),
+            default() => {}
+        }
+        select! {
+            send(s, 0) -> _ => panic!("nobody receives"),
+            default() => {},
+        }
+        // same_variable_name
+        let (_, r) = channel::unbounded::<i32>();
+        select! {
+            recv(r) -> r => assert!(r.is_err()),
+        }
+        // handles_on_heap
+        let (s, r) = channel::unbounded::<i32>();
+        let (s, r) = (Box::new(s), Box::new(r));
+        select! {
+            send(*s, 0) -> _ => {}
+            recv(*r) -> _ => {}
+            default => {}
+        }
+        // once_blocks: each arm's body runs once, moving what it owns
+        let (s, r) = channel::unbounded::<i32>();
+        let once = Box::new(());
+        select! { send(s, 0) -> _ => drop(once) }
+        let once = Box::new(());
+        select! { recv(r) -> _ => drop(once) }
+        let (once1, once2) = (Box::new(()), Box::new(()));
+        select! {
+            recv(r) -> _ => drop(once1),
+            send(s, 0) -> _ => drop(once2),
+        }
+        // references and move_handles
+        select! {
+            send(&&&&s, 0) -> _ => {}
+            recv(&&&&r) -> _ => {}
+        }
+        let nev = never();
+        select! {
+            recv(Some(&r).unwrap_or(&nev)) -> _ => {},
+            default => {}
+        }
+        let (s2, r2) = channel::unbounded::<i32>();
+        #[allow(clippy::redundant_closure_call)]
+        {
+            select! {
+                recv((move || r2)()) -> _ => {}
+                send((move || s2)(), 0) -> _ => {}
+            }
+        }
+        // infer_types
+        let (s, r) = channel::unbounded();
+        select! {
+            recv(r) -> _ => {}
+            default => {}
+        }
+        s.send(()).unwrap();
+        // result_types
+        let (s, _keep) = channel::bounded::<i32>(1);
+        let (_keep2, r) = channel::bounded::<i32>(1);
+        select! {
+            send(s, 0) -> res => { let _: Result<(), SendError<i32>> = res; },
+        }
+        select! {
+            recv(r) -> res => { let _: Result<i32, RecvError> = res; },
+            default(ms(0)) => {}
+        }
+        // evaluate and case_blocks: arms are expressions with a value
+        let (s, r) = channel::unbounded::<i32>();
+        let v: String = select! {
+            recv(r) -> _ => "foo".into(),
+            send(s, 0) -> _ => "bar".to_owned(),
+            default => "baz".to_string(),
+        };
+        assert_eq!(v, "bar");
+        let v: String = select! {
+            recv(r) -> _ => "foo".into(),
+            default => "baz".to_string(),
+        };
+        assert_eq!(v, "foo");
+        let x = select! {
+            recv(r) -> _ => 3.0,
+            default => 7.,
+        };
+        assert_eq!(x, 7.0);
+    });
+}
+
+/// Crossbeam's `panic_sender` and `panic_receiver`: a panic evaluating an arm's channel comes
+/// out of the select.
+#[test]
+#[should_panic(expected = "send panicked")]
+fn panic_evaluating_a_sender() {
+    fn get() -> Sender<i32> {
+        panic!("send panicked")
+    }
+    #[allow(unreachable_code, clippy::diverging_sub_expression)]
+    {
+        select! {
+            send(get(), panic!()) -> _ => {}
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "recv panicked")]
+fn panic_evaluating_a_receiver() {
+    fn get() -> Receiver<i32> {
+        panic!("recv panicked")
+    }
+    select! {
+        recv(get()) -> _ => {}
+    }
+}
+
+/// Crossbeam's `stress_timeout_two_threads`: a sender and a receiver both selecting with short
+/// timeouts, each pausing now and then (the pauses make the other time out: the behaviour
+/// under test); every value arrives once, in order.
+#[test]
+fn stress_timeout_two_threads() {
+    both("stress timeout two threads", |on| {
+        const COUNT: usize = 40;
+        let (s, r) = channel::bounded::<usize>(2);
+        let t = go(on, move || {
+            for i in 0..COUNT {
+                if i % 4 == 0 {
+                    nap(on, 3);
+                }
+                loop {
+                    select! {
+                        send(s, i) -> res => { res.unwrap(); break }
+                        default(ms(1)) => {}
+                    }
+                }
+            }
+        });
+        for i in 0..COUNT {
+            if i % 4 == 2 {
+                nap(on, 3);
+            }
+            loop {
+                select! {
+                    recv(r) -> v => { assert_eq!(v, Ok(i)); break }
+                    default(ms(1)) => {}
+                }
+            }
+        }
+        t.join();
+    });
+}
