@@ -1451,3 +1451,37 @@ fn stress_timeout_two_threads() {
         t.join();
     });
 }
+
+/// Crossbeam's `reuse`: one `Select` (a receive and a send on two rendezvous channels) reused
+/// for every round against a peer that sends then receives; every value in order.
+#[test]
+fn reuse() {
+    both("reuse", |on| {
+        const COUNT: usize = 2000;
+        let (s1, r1) = channel::bounded::<usize>(0);
+        let (s2, r2) = channel::bounded::<usize>(0);
+        let (s3, r3) = channel::bounded::<()>(100);
+        let t = go(on, move || {
+            for i in 0..COUNT {
+                s1.send(i).unwrap();
+                assert_eq!(r2.recv(), Ok(i));
+                r3.recv().unwrap();
+            }
+        });
+        let mut sel = Select::new();
+        let oper1 = sel.recv(&r1);
+        let oper2 = sel.send(&s2);
+        for i in 0..COUNT {
+            for _ in 0..2 {
+                let oper = sel.select();
+                match oper.index() {
+                    ix if ix == oper1 => assert_eq!(oper.recv(&r1), Ok(i)),
+                    ix if ix == oper2 => oper.send(&s2, i).unwrap(),
+                    ix => unreachable!("index {ix}"),
+                }
+            }
+            s3.send(()).unwrap();
+        }
+        t.join();
+    });
+}

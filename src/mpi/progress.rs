@@ -150,7 +150,9 @@ pub(crate) fn progress_owner() -> (usize, bool) {
 /// A non-blocking operation posted through [`Comm::post`](super::Comm::post) or
 /// [`ProgressOwner::post`](super::ProgressOwner::post): [`wait`](Posted::wait) for its buffer
 /// and status. Dropping it does not cancel the operation: the buffer is kept until MPI is done
-/// with it (under the owner, by the owner; otherwise the drop waits).
+/// with it (under the owner, by the owner; otherwise the drop waits). Complete every posted
+/// operation (match every receive): the owner finalises MPI only once none is in flight, so one
+/// that never completes keeps the last [`ProgressOwner`](super::ProgressOwner) drop waiting.
 ///
 /// ```
 /// use footprint::mpi::rsmpi::traits::*;
