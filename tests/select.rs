@@ -1485,3 +1485,35 @@ fn reuse() {
         t.join();
     });
 }
+
+/// Claims racing deadlines on a rendezvous: a sender and a receiver both select with very short
+/// timeouts and retry (each side's timeout races the other's claim of its blocked select);
+/// every value arrives once, in order, and nothing is left over.
+#[test]
+fn stress_timeouts_on_a_rendezvous() {
+    both("stress timeouts rendezvous", |on| {
+        const COUNT: usize = 300;
+        let (s, r) = channel::bounded::<usize>(0);
+        let r_left = r.clone();
+        let t = go(on, move || {
+            for i in 0..COUNT {
+                loop {
+                    select! {
+                        send(s, i) -> res => { res.unwrap(); break }
+                        default(Duration::from_micros(50)) => {}
+                    }
+                }
+            }
+        });
+        for i in 0..COUNT {
+            loop {
+                select! {
+                    recv(r) -> v => { assert_eq!(v, Ok(i)); break }
+                    default(Duration::from_micros(70)) => {}
+                }
+            }
+        }
+        t.join();
+        assert_eq!(r_left.try_recv(), Err(channel::TryRecvError::Disconnected));
+    });
+}
