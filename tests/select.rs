@@ -1280,6 +1280,7 @@ fn a_reserved_place_then_a_blocked_select_send() {
 /// Crossbeam's macro tests of syntax and evaluation (`default_when_disconnected`,
 /// `default_only`, `default_syntax`, `same_variable_name`, `handles_on_heap`, `once_blocks`,
 /// `references`, `move_handles`, `infer_types`, `result_types`, `evaluate`, `case_blocks`).
+#[allow(clippy::unnecessary_literal_unwrap)] // crossbeam's `references` does this on purpose
 #[test]
 fn macro_syntax_and_evaluation() {
     both("macro syntax", |_| {
