@@ -7,15 +7,8 @@ use crate::clock;
 use crate::job::Job;
 use crate::registry::{Shared, WorkerLocal};
 use crate::sleep::Slept;
+use crate::worker::idle_state::IdleState;
 use std::sync::atomic::Ordering;
-
-/// The idle search's polls before it sleeps, and the longest wait between two, in pauses: the
-/// waits double from one pause up to `SPIN_MAX_PAUSES`, so that an idle worker polls the other
-/// workers' deques 20 times over ≈ 1800 pauses (≈ 60 µs on the 2-core development VM) instead of 64
-/// times over ≈ 1500 (each poll reads the ends of a busy worker's deque, whose next push and pop
-/// then miss in cache: the cost of spawn + join on 2 workers).
-const SPIN_ROUNDS: u32 = 20;
-const SPIN_MAX_PAUSES: u32 = 128;
 
 impl WorkerLocal {
     /// This worker found work: if it was searching it stops, and wakes one more worker if it
@@ -39,7 +32,7 @@ impl WorkerLocal {
         let shared = self.shared();
         let since = clock::ticks();
         shared.idle.fetch_add(1, Ordering::SeqCst);
-        let r = self.idle_inner(shared);
+        let r = self.idle_inner(shared, since);
         shared.idle.fetch_sub(1, Ordering::SeqCst);
         let acct = &shared.workers[self.index].acct;
         let now = clock::ticks();
@@ -49,12 +42,13 @@ impl WorkerLocal {
         r
     }
 
-    pub(super) fn idle_inner(&self, shared: &Shared) -> Idle {
+    pub(super) fn idle_inner(&self, shared: &Shared, since: u64) -> Idle {
         if !self.idle.set_searching(true) {
             shared.sleepers.start_searching();
         }
-        // Starts where the last search stopped if that found only a stale entry (see `start`).
-        for round in self.idle.take_start_round()..SPIN_ROUNDS {
+        // Starts where the last search stopped if that found only a stale entry (see `start`);
+        // its length follows how soon this worker was last woken (`idle_state.rs`).
+        for round in self.idle.take_start_round(since)..self.idle.rounds() {
             if self.surplus() {
                 self.stop_searching_idle();
                 return Idle::Woke; // run_loop sends it to rest
@@ -68,7 +62,7 @@ impl WorkerLocal {
                 self.stop_searching_idle();
                 return Idle::Exit;
             }
-            for _ in 0..(1u32 << round).min(SPIN_MAX_PAUSES) {
+            for _ in 0..IdleState::wait_after(round) {
                 std::hint::spin_loop();
             }
         }
@@ -78,6 +72,7 @@ impl WorkerLocal {
             return Idle::Woke;
         }
         let me = &shared.workers[self.index];
+        let asleep_from = clock::ticks();
         let slept = me.sleep.sleep(
             &shared.sleepers,
             crate::sleep::safety_net(),
@@ -96,9 +91,16 @@ impl WorkerLocal {
             Slept::Woke => {
                 // Its waker counted it as searching.
                 self.idle.set_searching(true);
+                self.idle.slept(
+                    asleep_from,
+                    clock::ticks(),
+                    true,
+                    !footprint_locks::os::oversubscribed(),
+                );
                 Idle::Woke
             }
             Slept::Expired => {
+                self.idle.slept(asleep_from, clock::ticks(), false, false);
                 bump(&me.acct.expired_sleeps, 1);
                 // One look at once, before this worker counts itself as searching: work it
                 // finds while nobody searches was there for a sleeper to be woken for (a
