@@ -3,13 +3,16 @@
 //! ranks. A thin layer over [rsmpi](https://docs.rs/mpi) (re-exported as [`rsmpi`]), which stays
 //! the MPI API you call.
 //!
-//! # Threading level: `MPI_THREAD_MULTIPLE`
+//! # Threading level: [`init`] chooses the route
 //! A green thread may resume on any worker (work stealing), and [`blocking`] runs its call on a
-//! thread of the blocking pool, so MPI is called from several OS threads, possibly at once.
-//! That is [`Threading::Multiple`]; [`initialize`] asks for it and returns
-//! [`MpiError::ThreadingTooLow`] when the library offers less. For a library that grants only
-//! `Funneled` or `Serialized`, start a [`ProgressOwner`] instead: one OS thread initialises MPI
-//! and runs every MPI call the green threads hand it.
+//! thread of the blocking pool, so calling MPI directly from green threads needs
+//! [`Threading::Multiple`]; [`initialize`] asks for it and returns
+//! [`MpiError::ThreadingTooLow`] when the library offers less. [`init`] serves every level with
+//! one program: it asks for `Multiple` and, from the level granted, lets green threads call MPI
+//! themselves ([`Route::Direct`], through [`SharedComm`]) or routes every call through a
+//! [`ProgressOwner`] thread ([`Route::Owner`], `Funneled`/`Serialized`), whose progress engine
+//! tests the requests green threads posted ([`Comm::post`], [`ProgressOwner::post`]) and wakes
+//! each waiter when its request completes. [`init`]'s docs weigh the two routes' costs.
 //!
 //! # Communicators in green threads
 //! rsmpi's communicators are not `Send`; [`SharedComm`] makes any owning communicator (split,
@@ -54,6 +57,9 @@
 
 use std::fmt;
 
+mod progress;
+mod route;
+
 pub use ::mpi as rsmpi;
 use ::mpi::collective::CommunicatorCollectives;
 use ::mpi::environment::Universe;
@@ -61,6 +67,8 @@ use ::mpi::point_to_point::Status;
 use ::mpi::request::{Request, RequestCollection, Scope};
 use ::mpi::topology::Communicator;
 use ::mpi::Threading;
+pub use progress::{PostScope, Posted};
+pub use route::{init, init_requesting, Comm, Mpi, Route};
 
 /// The MPI threading level footprint needs (see the module docs for why).
 pub const REQUIRED_THREADING: Threading = Threading::Multiple;
@@ -563,10 +571,12 @@ type OwnerJob = Box<dyn FnOnce() + Send>;
 ///
 /// A green thread in [`call`](ProgressOwner::call) parks on a channel until its job has run, so
 /// its worker keeps running other green threads. Jobs run one after another, so a job must not
-/// wait for something only another rank's later job provides (a blocking receive whose send is
-/// queued behind a receive on the peer deadlocks): poll instead, as in the example (an
-/// immediate matched probe, then a receive of the message that is already there), and send
-/// small messages (they complete eagerly).
+/// block on something only another rank's later job provides (a blocking receive whose send is
+/// queued behind a receive on the peer deadlocks): [`post`](ProgressOwner::post) the operation
+/// instead (the owner's progress engine tests the posted requests between jobs and wakes each
+/// waiter when its request completes), or poll, as in the example (an immediate matched probe,
+/// then a receive of the message that is already there). [`init`] picks this owner or direct
+/// calls from the level the library grants, behind one API ([`Comm`]).
 ///
 /// ```
 /// use footprint::mpi::rsmpi::{topology::SimpleCommunicator, traits::*};
@@ -632,10 +642,9 @@ impl ProgressOwner {
                     return; // `universe` drops here: MPI is finalised on this thread.
                 }
                 let _ = ready_tx.send(Ok(provided));
-                // Runs until every `ProgressOwner` clone is gone (the channel disconnects).
-                while let Ok(job) = job_rx.recv() {
-                    job();
-                }
+                serve(&job_rx);
+                // Communicators kept for `Comm` handles go before MPI_Finalize.
+                route::free_owned_comms();
                 drop(universe);
             })
             .map_err(|e| MpiError::OwnerThread(e.to_string()))?;
@@ -666,6 +675,61 @@ impl ProgressOwner {
         self.inner.provided
     }
 
+    /// Whether the calling thread is the owner thread (inside a job).
+    fn on_owner_thread(&self) -> bool {
+        let owner_thread = self.inner.thread.as_ref().map(|t| t.thread().id());
+        owner_thread == Some(std::thread::current().id())
+    }
+
+    /// Queues `job` for the owner thread without waiting for it (run at once when called from a
+    /// job).
+    fn submit(&self, job: OwnerJob) {
+        if self.on_owner_thread() {
+            return job();
+        }
+        let jobs = self.inner.jobs.as_ref().expect("present until drop");
+        if jobs.send(job).is_err() {
+            panic!("footprint::mpi::ProgressOwner: the owner thread is gone (it panicked?)");
+        }
+    }
+
+    /// Posts a non-blocking operation through the owner: `start` runs on the owner thread (after
+    /// the jobs handed over before it) and starts one request over `buffer` (registered with
+    /// the [`PostScope`] it is given, and returned); the owner then tests it between jobs until
+    /// it completes. [`Posted::wait`] parks the calling green thread until then and gives the
+    /// buffer back with the status. Many green threads may wait at once, and a receive posted
+    /// before its matching send (another rank's later job) holds nothing up.
+    ///
+    /// ```
+    /// use footprint::mpi::rsmpi::{topology::SimpleCommunicator, traits::*};
+    /// let owner = footprint::mpi::ProgressOwner::start()?;
+    /// let rt = footprint::Runtime::builder().workers(2).build()?;
+    /// let got = rt.block_on(|| {
+    ///     // The receive is posted (and waited for) before the send exists.
+    ///     let recv = owner.post(vec![0u64; 4], |buf, scope| {
+    ///         SimpleCommunicator::world().this_process().immediate_receive_into_with_tag(scope, buf, 3)
+    ///     });
+    ///     let waiter = footprint::spawn(move || recv.wait().0);
+    ///     let send = owner.post(vec![1u64, 2, 3, 4], |buf, scope| {
+    ///         SimpleCommunicator::world().this_process().immediate_send_with_tag(scope, buf, 3)
+    ///     });
+    ///     send.wait();
+    ///     waiter.join().unwrap()
+    /// });
+    /// assert_eq!(got, [1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn post<B, D, F>(&self, buffer: B, start: F) -> Posted<B>
+    where
+        B: Send + 'static,
+        D: ?Sized,
+        F: for<'b> FnOnce(&'b mut B, &'b PostScope<'b>) -> Request<'b, D, &'b PostScope<'b>>
+            + Send
+            + 'static,
+    {
+        Posted::through_owner(self, buffer, move |b| progress::start(b, start))
+    }
+
     /// Runs `f` on the owner thread (after the jobs handed over before it) and returns its
     /// result; the calling green thread parks meanwhile (an OS thread blocks). A panic in `f`
     /// is caught on the owner thread, which goes on serving, and resumed here. Called from a
@@ -675,8 +739,7 @@ impl ProgressOwner {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let owner_thread = self.inner.thread.as_ref().map(|t| t.thread().id());
-        if owner_thread == Some(std::thread::current().id()) {
+        if self.on_owner_thread() {
             // Called from a job: queueing would wait for the job that is waiting.
             return f();
         }
@@ -693,6 +756,46 @@ impl ProgressOwner {
             Ok(Ok(value)) => value,
             Ok(Err(payload)) => std::panic::resume_unwind(payload),
             Err(_) => panic!("footprint::mpi::ProgressOwner: the owner thread dropped a job"),
+        }
+    }
+}
+
+/// The owner thread's loop: runs the jobs in order and, between jobs, tests every posted
+/// request in flight (see `progress.rs`); with requests in flight and no job waiting it keeps
+/// testing, yielding the CPU between rounds (MPI progresses only while some thread is inside
+/// it). Returns once every `ProgressOwner` clone is gone and no posted request is in flight.
+fn serve(jobs: &crate::channel::Receiver<OwnerJob>) {
+    let mut open = true;
+    loop {
+        let (in_flight, _) = progress::progress_owner();
+        if !open && in_flight == 0 {
+            return;
+        }
+        let job = if in_flight == 0 {
+            // Nothing to progress: sleep until a job comes.
+            match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => {
+                    open = false;
+                    None
+                }
+            }
+        } else if open {
+            match jobs.try_recv() {
+                Ok(job) => Some(job),
+                Err(crate::channel::TryRecvError::Empty) => None,
+                Err(crate::channel::TryRecvError::Disconnected) => {
+                    open = false;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        match job {
+            Some(job) => job(),
+            None if in_flight > 0 => std::thread::yield_now(),
+            None => {}
         }
     }
 }

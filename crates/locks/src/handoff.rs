@@ -22,6 +22,12 @@ pub(crate) const DONE: usize = 1;
 pub(crate) const DISCONNECTED: usize = 2;
 /// Unlinked by its owner after a timeout.
 pub(crate) const CANCELLED: usize = 3;
+/// Unlinked by a select that chose to send to this (receiving) node and will complete it: the
+/// owner waits for that completion past its deadline (channels only).
+pub(crate) const CLAIMED: usize = 4;
+/// Completed without the operation: the select that claimed the node, or that the node's owner
+/// claimed, dropped its chosen operation; the owner tries its operation again (channels only).
+pub(crate) const RETRY: usize = 5;
 
 /// Yields before a waiter parks (none under loom: the model explores parking).
 const YIELDS_BEFORE_PARK: u32 = if cfg!(loom) { 0 } else { 2 };
@@ -72,6 +78,12 @@ impl<T> Handoff<T> {
         u
     }
 
+    /// Marks a linked node that the caller has just unlinked under the owner's lock to complete
+    /// it later (a select's chosen send): its owner waits for the completion past its deadline.
+    pub(crate) fn claim(&self) {
+        self.outcome.store(CLAIMED, Ordering::Release);
+    }
+
     /// Marks a node its owner unlinked itself (after a timeout), under the owner's lock.
     pub(crate) fn cancel(&self) {
         self.outcome.store(CANCELLED, Ordering::Relaxed);
@@ -83,12 +95,13 @@ impl<T> Handoff<T> {
     }
 
     /// Parks until completed or `deadline`. Returns the outcome, or `WAITING` at the deadline
-    /// (the caller then unlinks the node under the owner's lock, or finds it completed).
+    /// (the caller then unlinks the node under the owner's lock, or finds it completed). A
+    /// `CLAIMED` node is waited for past the deadline, until its claimer completes it.
     // Under loom `YIELDS_BEFORE_PARK` is 0, so the yield loop's range is empty on purpose.
     #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))]
     pub(crate) fn park(&self, deadline: Option<Instant>, what: WaitOn) -> usize {
         let mut outcome = self.outcome();
-        if outcome != WAITING {
+        if outcome != WAITING && outcome != CLAIMED {
             return outcome;
         }
         let hook = current_hook();
@@ -108,22 +121,26 @@ impl<T> Handoff<T> {
         for _ in 0..yields {
             hook.yield_now();
             outcome = self.outcome();
-            if outcome != WAITING || deadline.is_some_and(|d| Instant::now() >= d) {
+            if outcome != WAITING && outcome != CLAIMED {
+                scope.restore();
+                return outcome;
+            }
+            if outcome == WAITING && deadline.is_some_and(|d| Instant::now() >= d) {
                 scope.restore();
                 return outcome;
             }
         }
         hook.note_wait(what);
-        while outcome == WAITING {
+        while outcome == WAITING || outcome == CLAIMED {
             match deadline {
-                None => hook.park(),
-                Some(d) => {
+                Some(d) if outcome == WAITING => {
                     let now = Instant::now();
                     if now >= d {
                         break;
                     }
                     hook.park_timeout(d - now);
                 }
+                _ => hook.park(),
             }
             outcome = self.outcome();
         }

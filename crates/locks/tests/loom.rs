@@ -545,6 +545,72 @@ fn select_sees_a_racing_disconnection() {
     });
 }
 
+/// Select on a rendezvous: a select's send arm and another select's receive arm can only
+/// complete with each other. Whichever registers first is claimed by the other (while that one
+/// tries its operations, or aborts its own registration on seeing the first): the message
+/// arrives exactly once, whatever the interleaving of linking, claiming and parking.
+#[test]
+fn selects_pair_on_a_rendezvous() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || {
+            channel::select! {
+                send(tx, 7) -> res => res.unwrap(),
+            }
+        });
+        let got = channel::select! {
+            recv(rx) -> m => m.unwrap(),
+        };
+        assert_eq!(got, 7);
+        h.join().unwrap();
+    });
+}
+
+/// Select on a rendezvous: two selects each offer a send and a receive on one zero-capacity
+/// channel (crossbeam's `matching`): they pair with each other, never with themselves; one
+/// sends, the other receives its value.
+#[test]
+fn two_matching_selects_pair_up() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let h = thread::spawn(move || {
+            channel::select! {
+                recv(rx2) -> m => m.unwrap(),
+                send(tx2, 2) -> res => { res.unwrap(); 0 },
+            }
+        });
+        let mine = channel::select! {
+            recv(rx) -> m => m.unwrap(),
+            send(tx, 1) -> res => { res.unwrap(); 0 },
+        };
+        let theirs = h.join().unwrap();
+        // Exactly one of the two received, and it received the other's value.
+        assert!(
+            (mine, theirs) == (2, 0) || (mine, theirs) == (0, 1),
+            "{mine} {theirs}"
+        );
+    });
+}
+
+/// A chosen send dropped without its message releases the receiver it claimed (or that
+/// claimed it), which then takes the next message: no receiver is left waiting for a send
+/// that will never come.
+#[test]
+fn a_dropped_chosen_send_releases_its_receiver() {
+    model(|| {
+        let (tx, rx) = channel::bounded::<usize>(0);
+        let h = thread::spawn(move || rx.recv());
+        {
+            let mut sel = channel::Select::new();
+            sel.send(&tx);
+            drop(sel.select());
+        }
+        tx.send(9).unwrap();
+        assert_eq!(h.join().unwrap(), Ok(9));
+    });
+}
+
 /// RwLock: a writer and a reader (policy `W`) exclude each other, and whichever waits is woken.
 /// The reader sees the value before or after the write, never a torn one.
 fn rwlock_model<W: WaitPolicy>() {

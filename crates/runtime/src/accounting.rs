@@ -1,6 +1,6 @@
 //! What the runtime adds up at every green-thread switch: the per-thread record
 //! ([`ThreadAccount`], in each control block) and the per-worker totals ([`WorkerAccount`], in
-//! each worker's shared part). The switch path that fills them is `worker.rs` (`run_task`); the
+//! each worker's shared part). The switch path that fills them is `worker/switch.rs` (`run_task`); the
 //! public views are `stats.rs`.
 //!
 //! Every field is written by one thread at a time: a thread's record by the worker holding its

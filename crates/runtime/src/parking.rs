@@ -1,7 +1,7 @@
 //! Yield, park and unpark of green threads, and where a woken thread goes (placement).
 //!
 //! A green thread parks by consuming its permit or by suspending with `Reason::Park`; the worker
-//! then publishes it as parked (`worker.rs`). An unparker that wins `PARKED -> EMPTY` owns the
+//! then publishes it as parked (`worker/switch.rs`). An unparker that wins `PARKED -> EMPTY` owns the
 //! thread again and schedules it: onto the calling worker's ready structure when the placement
 //! hint allows, else into the target worker's inbox (the hint's worker, or by the runtime's own
 //! rule in `placement/`: the thread's last worker, its placement hints).

@@ -10,7 +10,7 @@
 //!
 //! This module holds the data and its plain accessors; the behaviour lives beside it:
 //! `sleep.rs` (the idle protocol), `pool.rs` (the pools), `context.rs` (the thread-local
-//! context), `spawn.rs`, `park.rs` and `worker.rs` (the worker loop).
+//! context), `spawn.rs`, `park.rs` and `worker/` (the worker loop).
 
 use crate::accounting::WorkerAccount;
 use crate::counters::{Resolved, WorkerSource};
@@ -22,6 +22,7 @@ use crate::spare::Pooled;
 use crate::stack::{GreenStack, Slabs, StackLimits};
 use crate::start_deque::StartDeque;
 use crate::task::Task;
+use crate::worker::idle_state::IdleState;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use footprint_locks::ClassCell;
@@ -212,7 +213,7 @@ pub(crate) struct WorkerLocal {
     pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
     pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
     pub(crate) ctx: ThreadCtx,
-    /// Picks of local work left until the next fairness check (`worker.rs`, `FAIR_TICK`).
+    /// Picks of local work left until the next fairness check (`worker/mod.rs`, `FAIR_TICK`).
     pub(crate) tick: Cell<u32>,
     pub(crate) rng: Cell<u64>,
     pub(crate) push_seq: Cell<u64>,
@@ -224,15 +225,9 @@ pub(crate) struct WorkerLocal {
     pub(crate) run_start: Cell<u64>,
     pub(crate) tick_stale: Cell<bool>,
     pub(crate) stolen: Cell<bool>,
-    /// The idle search's next round (`worker.rs`, `idle_inner`): kept when what it found was
-    /// a stale queue entry (nothing ran), so that such finds do not restart its fast polling.
-    pub(crate) idle_round: Cell<u32>,
-    /// Where the idle search stopped when it found the job `run` started with.
-    pub(crate) idle_resume: Cell<u32>,
-    /// Whether this worker is counted among the searching workers (`sleep.rs`): from the start
-    /// of its idle search, or from its waker's wake-up, until it finds work or sleeps.
-    pub(crate) searching: Cell<bool>,
-    /// Which of the two resume sites the next resumption uses (`worker.rs`, `run_task`): it
+    /// The idle search's state between two idle spells.
+    pub(crate) idle: IdleState,
+    /// Which of the two resume sites the next resumption uses (`worker/switch.rs`, `run_task`): it
     /// alternates, so that two green threads taking turns on this worker are each resumed from
     /// a site of their own.
     pub(crate) resume_site: Cell<bool>,
@@ -267,9 +262,7 @@ impl WorkerLocal {
             run_start: Cell::new(0),
             tick_stale: Cell::new(true),
             stolen: Cell::new(false),
-            idle_round: Cell::new(0),
-            idle_resume: Cell::new(0),
-            searching: Cell::new(false),
+            idle: IdleState::default(),
             resume_site: Cell::new(false),
             source: UnsafeCell::new(None),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),

@@ -4,7 +4,8 @@
 //! # The two sides
 //!
 //! A worker that runs out of local work *searches* (counted in `searching`): it polls the other
-//! workers' deques, the inboxes and the injector, a bounded number of rounds. If that finds
+//! workers' deques, the inboxes and the injector, a bounded number of rounds (longer for a worker
+//! that keeps being woken right after it sleeps: `worker/idle_state.rs`). If that finds
 //! nothing it stops searching, announces itself asleep (`sleeping += 1`, its word `SLEEPING`),
 //! issues the heavy barrier ([`barrier`]), searches every queue once more, and only then waits on
 //! its futex. A publisher puts its work where thieves look, then:

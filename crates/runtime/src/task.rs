@@ -291,7 +291,7 @@ pub(crate) struct Task {
     /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
     pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
     // accounting: run time, runs, migrations, steals, parked time, misses; written
-    // at the switches by the worker holding the run reference (`worker.rs`), read by
+    // at the switches by the worker holding the run reference (`worker/switch.rs`), read by
     // `JoinHandle::stats` and `current_stats`. Last, away from the fields the switch reads.
     pub(crate) acct: ThreadAccount,
     // placement: the placement hints of this thread (`GreenBuilder::fragment`,

@@ -6,10 +6,16 @@
 //! zero-capacity channel — and no receiver waits. So a sender that finds a waiting receiver hands
 //! its message straight into that receiver's node, and a receiver that frees a place pulls the
 //! first waiting sender's message into the buffer: a woken thread never competes again.
+//!
+//! A select's send arm reserves what it was chosen for (a free place, a waiting receiver's
+//! node, or a blocked select's receive: see `watch.rs` on claims) before its message exists
+//! (`select!` evaluates it only once the arm is chosen), so a chosen send never waits. On a
+//! zero-capacity channel a plain send or receive also claims a blocked select on the other
+//! side, and a receive then waits for that select's message.
 
-use super::watch::{Token, Watch};
-use crate::handoff::{wake_all, Handoff, CANCELLED, DISCONNECTED, DONE, WAITING};
-use crate::hook::Unparker;
+use super::watch::{any_claimable, claim_first, Claimed, Payload, Token, Watch};
+use crate::handoff::{wake_all, Handoff, CANCELLED, CLAIMED, DISCONNECTED, DONE, RETRY, WAITING};
+use crate::hook::{current_hook, Unparker};
 use crate::spin::SpinLock;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -70,11 +76,92 @@ struct State<T> {
     recv_watchers: Vec<NonNull<Watch>>,
     /// Blocked selects waiting for a send to become possible.
     send_watchers: Vec<NonNull<Watch>>,
+    /// Buffer places reserved by selects' chosen sends (their messages come later).
+    reserved: usize,
 }
 
 impl<T> State<T> {
-    fn recv_ready(&self) -> bool {
-        !self.buf.is_empty() || !self.senders.is_empty() || self.no_senders
+    /// Whether a receive would not wait (`not`: a select that must not pair with itself).
+    fn recv_ready(&self, cap: usize, not: *const Token) -> bool {
+        !self.buf.is_empty()
+            || !self.senders.is_empty()
+            || self.no_senders
+            // SAFETY: the caller holds the channel's lock.
+            || (cap == 0 && unsafe { any_claimable(&self.send_watchers, not) })
+    }
+
+    /// Whether a send would not wait (`not` as for `recv_ready`).
+    fn send_ready(&self, cap: usize, not: *const Token) -> bool {
+        self.no_receivers
+            || self.buf.len() + self.reserved < cap
+            || !self.receivers.is_empty()
+            // SAFETY: the caller holds the channel's lock.
+            || (cap == 0 && unsafe { any_claimable(&self.recv_watchers, not) })
+    }
+
+    /// A buffer place became free: the first waiting sender's message moves into it (that
+    /// sender's unparker is returned), or else the selects watching for a place are fired.
+    fn place_freed(&mut self, cap: usize) -> Vec<Unparker> {
+        if self.buf.len() + self.reserved < cap {
+            if let Some(s) = self.senders.pop_front() {
+                // SAFETY: a linked node is alive and ours to empty under the lock.
+                return unsafe {
+                    let s = s.as_ref();
+                    let m = s.take().expect("a waiting sender holds its message");
+                    self.buf.push_back(m);
+                    vec![s.complete(DONE)]
+                };
+            }
+        }
+        fire(&mut self.send_watchers)
+    }
+}
+
+/// What a select's chosen send holds until it has its message: see [`Chan::claim_send`].
+pub(crate) enum SendClaim {
+    /// Every receiver is gone: the send fails with its message.
+    Disconnected,
+    /// A reserved buffer place; `release` gives it back (monomorphised for the channel).
+    Place {
+        chan: *const (),
+        release: unsafe fn(*const ()),
+    },
+    /// A receiver's node (a `Handoff<T>`) waiting for this message; `retry` completes it
+    /// without one.
+    Receiver {
+        node: *const (),
+        retry: unsafe fn(*const ()),
+    },
+    /// A blocked select's receive, committed to this send.
+    Select(Claimed),
+}
+
+impl SendClaim {
+    /// A receiver's node of a `Chan<T>` claimed for a send.
+    pub(crate) fn receiver<T>(node: *const ()) -> SendClaim {
+        unsafe fn retry<T>(node: *const ()) {
+            // SAFETY: `node` is a claimed `Handoff<T>` (see `SendClaim::receiver`'s callers),
+            // alive until completed, and completed only here or in `Chan::send_claimed`.
+            let u = unsafe { &*node.cast::<Handoff<T>>() }.complete(RETRY);
+            wake_all([u]);
+        }
+        SendClaim::Receiver {
+            node,
+            retry: retry::<T>,
+        }
+    }
+
+    /// Gives the claim up: what it reserved goes back, a claimed receiver tries again.
+    pub(crate) fn release(self) {
+        match self {
+            SendClaim::Disconnected => {}
+            // SAFETY: made by `Chan::claim_send` for this very channel, which the selected
+            // operation's borrow of the sender keeps alive.
+            SendClaim::Place { chan, release } => unsafe { release(chan) },
+            // SAFETY: as in `receiver`.
+            SendClaim::Receiver { node, retry } => unsafe { retry(node) },
+            SendClaim::Select(c) => c.release(),
+        }
     }
 }
 
@@ -85,6 +172,23 @@ fn fire(list: &mut Vec<NonNull<Watch>>) -> Vec<Unparker> {
         // SAFETY: linked watches are alive, and we hold their channel's lock.
         .filter_map(|w| unsafe { w.as_ref().fire() })
         .collect()
+}
+
+/// Fires (and unlinks) only the watches of `ready`-style checks in `list`, leaving the
+/// claimable watches of selects linked (on a zero-capacity channel they wait to be claimed).
+fn fire_observers(list: &mut Vec<NonNull<Watch>>) -> Vec<Unparker> {
+    let mut woken = Vec::new();
+    list.retain(|w| {
+        // SAFETY: as in `fire`.
+        let w = unsafe { w.as_ref() };
+        if w.claimable() {
+            return true;
+        }
+        // SAFETY: as in `fire`.
+        woken.extend(unsafe { w.fire() });
+        false
+    });
+    woken
 }
 
 pub(crate) struct Chan<T> {
@@ -127,6 +231,11 @@ impl<T> Linked<'_, T> {
         if outcome == WAITING {
             self.unlink(&mut st);
         }
+        drop(st);
+        if outcome == CLAIMED {
+            // A select chose to send to us just before the deadline: it completes us soon.
+            return self.node.park(None, what);
+        }
         outcome
     }
 
@@ -152,6 +261,10 @@ impl<T> Drop for Linked<'_, T> {
                 self.unlink(&mut st);
             }
         }
+        // Claimed by a select (unwinding out of a park): its completion still writes the node.
+        while self.node.outcome() == CLAIMED {
+            current_hook().park();
+        }
     }
 }
 
@@ -171,6 +284,7 @@ impl<T> Chan<T> {
                 no_receivers: false,
                 recv_watchers: Vec::new(),
                 send_watchers: Vec::new(),
+                reserved: 0,
             }),
             cap: cap.unwrap_or(usize::MAX),
             sender_count: AtomicUsize::new(1),
@@ -202,7 +316,15 @@ impl<T> Chan<T> {
             wake_all([u]);
             return Ok(());
         }
-        if st.buf.len() < self.cap {
+        if self.cap == 0 {
+            // SAFETY: we hold the lock.
+            if let Some(claim) = unsafe { claim_first(&mut st.recv_watchers, std::ptr::null()) } {
+                drop(st);
+                claim.deliver(Payload::new::<T>(Ok(msg)));
+                return Ok(());
+            }
+        }
+        if st.buf.len() + st.reserved < self.cap {
             if self.cap == usize::MAX && st.buf.try_reserve(1).is_err() {
                 let len = st.buf.len();
                 drop(st);
@@ -245,32 +367,28 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn recv(&self, block: Block) -> Result<T, RecvFail> {
+        loop {
+            if let Some(done) = self.recv_once(block) {
+                return done;
+            }
+            // A select that had claimed us, or that we had claimed, dropped its chosen send.
+        }
+    }
+
+    /// One receive attempt; `None`: a claim was given up, try again.
+    fn recv_once(&self, block: Block) -> Option<Result<T, RecvFail>> {
         let mut st = self.state.lock();
         if let Some(msg) = st.buf.pop_front() {
-            // A place freed: the first waiting sender's message moves into the buffer.
-            let wake = st.senders.pop_front().map(|s| {
-                // SAFETY: a linked node is alive and ours to empty under the lock.
-                unsafe {
-                    let s = s.as_ref();
-                    let m = s.take().expect("a waiting sender holds its message");
-                    st.buf.push_back(m);
-                    s.complete(DONE)
-                }
-            });
-            // Still free (no sender took it): a watching select may send now.
-            let woken = if wake.is_none() {
-                fire(&mut st.send_watchers)
-            } else {
-                Vec::new()
-            };
+            // A place freed: the first waiting sender's message moves into the buffer, or a
+            // watching select may send now.
+            let woken = st.place_freed(self.cap);
             drop(st);
-            wake_all(wake);
             wake_all(woken);
-            return Ok(msg);
+            return Some(Ok(msg));
         }
         if let Some(s) = st.senders.pop_front() {
             // Zero capacity: take the message straight from the sender.
-            // SAFETY: as above.
+            // SAFETY: a linked node is alive and ours to empty under the lock.
             let (msg, u) = unsafe {
                 let s = s.as_ref();
                 let m = s.take().expect("a waiting sender holds its message");
@@ -278,17 +396,47 @@ impl<T> Chan<T> {
             };
             drop(st);
             wake_all([u]);
-            return Ok(msg);
+            return Some(Ok(msg));
         }
         if st.no_senders {
-            return Err(RecvFail::Disconnected);
+            return Some(Err(RecvFail::Disconnected));
+        }
+        let what = crate::hook::WaitOn::Channel {
+            addr: self as *const Chan<T> as usize,
+            send: false,
+        };
+        if self.cap == 0 && !st.send_watchers.is_empty() {
+            // A blocked select offering a send: commit it to us and wait for its message (it
+            // evaluates the message once woken), past any deadline: it is on its way.
+            let node = Handoff::new(None);
+            // SAFETY: we hold the lock.
+            if let Some(claim) = unsafe { claim_first(&mut st.send_watchers, std::ptr::null()) } {
+                drop(st);
+                claim.deliver_partner((&node as *const Handoff<T>).cast());
+                return match node.park(None, what) {
+                    // SAFETY: completed: the slot is ours again.
+                    DONE => Some(Ok(
+                        unsafe { node.take() }.expect("a completed receive holds its message")
+                    )),
+                    outcome => {
+                        debug_assert_eq!(outcome, RETRY);
+                        None
+                    }
+                };
+            }
         }
         if let Block::Never = block {
-            return Err(RecvFail::Empty);
+            return Some(Err(RecvFail::Empty));
         }
         let node = Handoff::new(None);
         st.receivers.push_back(NonNull::from(&node));
-        let woken = fire(&mut st.send_watchers);
+        // Selects watching for a send may send to us now. On a zero-capacity channel only those
+        // that merely check (`ready`): the claimable ones were claimed above if they could be.
+        let woken = if self.cap == 0 {
+            fire_observers(&mut st.send_watchers)
+        } else {
+            fire(&mut st.send_watchers)
+        };
         drop(st);
         wake_all(woken);
         let linked = Linked {
@@ -296,55 +444,130 @@ impl<T> Chan<T> {
             node: &node,
             senders: false,
         };
-        match linked.wait(block) {
+        Some(match linked.wait(block) {
             // SAFETY: completed: the slot is ours again.
             DONE => Ok(unsafe { node.take() }.expect("a completed receive holds its message")),
             DISCONNECTED => Err(RecvFail::Disconnected),
+            RETRY => return None,
             outcome => {
                 debug_assert!(outcome == WAITING || outcome == CANCELLED);
                 Err(RecvFail::Timeout)
             }
+        })
+    }
+
+    /// Reserves what a select's chosen send needs: the disconnection, a waiting receiver, a
+    /// blocked select's receive (zero capacity), or a buffer place; `None` when the send would
+    /// wait. The message follows with [`send_claimed`](Self::send_claimed), or the claim is
+    /// given up with [`SendClaim::release`].
+    pub(crate) fn claim_send(&self) -> Option<SendClaim> {
+        let mut st = self.state.lock();
+        if st.no_receivers {
+            return Some(SendClaim::Disconnected);
+        }
+        if let Some(r) = st.receivers.pop_front() {
+            // SAFETY: a linked node is alive under the lock; claimed, it waits for us.
+            unsafe { r.as_ref() }.claim();
+            return Some(SendClaim::receiver::<T>(r.as_ptr().cast_const().cast()));
+        }
+        if self.cap == 0 {
+            // SAFETY: we hold the lock.
+            return unsafe { claim_first(&mut st.recv_watchers, std::ptr::null()) }
+                .map(SendClaim::Select);
+        }
+        if st.buf.len() + st.reserved < self.cap {
+            st.reserved += 1;
+            unsafe fn release<T>(chan: *const ()) {
+                // SAFETY: see `SendClaim::release`.
+                unsafe { &*chan.cast::<Chan<T>>() }.release_place();
+            }
+            return Some(SendClaim::Place {
+                chan: (self as *const Chan<T>).cast(),
+                release: release::<T>,
+            });
+        }
+        None
+    }
+
+    /// Completes a claimed send with `msg`; gives `msg` back when every receiver is gone.
+    pub(crate) fn send_claimed(&self, claim: SendClaim, msg: T) -> Result<(), T> {
+        match claim {
+            SendClaim::Disconnected => Err(msg),
+            SendClaim::Place { .. } => {
+                let mut st = self.state.lock();
+                st.reserved -= 1;
+                if st.no_receivers {
+                    return Err(msg);
+                }
+                if let Some(r) = st.receivers.pop_front() {
+                    // The buffer emptied and a receiver parked since the reservation: the
+                    // message goes to it, and the reserved place is free for a watching select.
+                    // SAFETY: a linked node is alive and ours to fill under the lock.
+                    let u = unsafe {
+                        let r = r.as_ref();
+                        r.put(msg);
+                        r.complete(DONE)
+                    };
+                    let woken = fire(&mut st.send_watchers);
+                    drop(st);
+                    wake_all([u]);
+                    wake_all(woken);
+                    return Ok(());
+                }
+                st.buf.push_back(msg);
+                let woken = fire(&mut st.recv_watchers);
+                drop(st);
+                wake_all(woken);
+                Ok(())
+            }
+            SendClaim::Receiver { node, .. } => {
+                // SAFETY: claimed from this channel (a `Handoff<T>`), alive until completed,
+                // and ours alone since the claim.
+                let node = unsafe { &*node.cast::<Handoff<T>>() };
+                // SAFETY: as above.
+                unsafe { node.put(msg) };
+                wake_all([node.complete(DONE)]);
+                Ok(())
+            }
+            SendClaim::Select(c) => {
+                c.deliver(Payload::new::<T>(Ok(msg)));
+                Ok(())
+            }
         }
     }
 
-    /// Whether a receive would not wait now (a message, a waiting sender, or disconnected).
+    /// Gives a reserved place back.
+    fn release_place(&self) {
+        let mut st = self.state.lock();
+        st.reserved -= 1;
+        let woken = st.place_freed(self.cap);
+        drop(st);
+        wake_all(woken);
+    }
+
+    /// Whether a receive would not wait now (a message, a waiting sender, a blocked select
+    /// offering a send on a zero-capacity channel, or disconnected).
     pub(crate) fn recv_ready(&self) -> bool {
-        self.state.lock().recv_ready()
+        self.state.lock().recv_ready(self.cap, std::ptr::null())
     }
 
-    /// Whether a send would not wait now (a free place, a waiting receiver, or disconnected).
-    /// With `selects`, a zero-capacity channel also counts a select blocked on receiving from
-    /// it: the send then waits for that select to take the message.
-    pub(crate) fn send_ready(&self, selects: bool) -> bool {
-        let st = self.state.lock();
-        Self::send_ready_in(&st, self.cap, selects.then_some(std::ptr::null()))
-    }
-
-    /// `selects`: count selects blocked on receiving, except the one owning `token` (a select
-    /// that both sends and receives here must not pair with itself).
-    fn send_ready_in(st: &State<T>, cap: usize, selects: Option<*const Token>) -> bool {
-        st.no_receivers
-            || st.buf.len() < cap
-            || !st.receivers.is_empty()
-            || selects.is_some_and(|mine| {
-                cap == 0
-                    && st.recv_watchers.iter().any(|w| {
-                        // SAFETY: linked watches are alive under the lock.
-                        unsafe { w.as_ref() }.token() != mine
-                    })
-            })
+    /// Whether a send would not wait now (a free place, a waiting receiver, a blocked select
+    /// offering a receive on a zero-capacity channel, or disconnected).
+    pub(crate) fn send_ready(&self) -> bool {
+        self.state.lock().send_ready(self.cap, std::ptr::null())
     }
 
     /// Links a select's watch of a receive, unless one is possible now (`true`: not linked).
     pub(crate) fn watch_recv(&self, w: &Watch) -> bool {
         let mut st = self.state.lock();
-        if st.recv_ready() {
+        if st.recv_ready(self.cap, w.token()) {
             return true;
         }
         st.recv_watchers.push(NonNull::from(w));
-        // A select sending to this zero-capacity channel may now pair with this one.
-        let woken = if self.cap == 0 {
-            fire(&mut st.send_watchers)
+        // Selects only watching (`ready`) for a send to this zero-capacity channel may send
+        // now, to this select (claimable ones made `recv_ready` true above).
+        let woken = if self.cap == 0 && w.claimable() {
+            fire_observers(&mut st.send_watchers)
         } else {
             Vec::new()
         };
@@ -356,10 +579,17 @@ impl<T> Chan<T> {
     /// Links a select's watch of a send, unless one is possible now (`true`: not linked).
     pub(crate) fn watch_send(&self, w: &Watch) -> bool {
         let mut st = self.state.lock();
-        if Self::send_ready_in(&st, self.cap, Some(w.token())) {
+        if st.send_ready(self.cap, w.token()) {
             return true;
         }
         st.send_watchers.push(NonNull::from(w));
+        let woken = if self.cap == 0 && w.claimable() {
+            fire_observers(&mut st.recv_watchers)
+        } else {
+            Vec::new()
+        };
+        drop(st);
+        wake_all(woken);
         false
     }
 

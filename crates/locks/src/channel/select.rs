@@ -3,9 +3,15 @@
 //! A select first tries its operations in a random order (so that no ready operation starves
 //! another) and takes the first possible one. If none is, it links one watch per operation
 //! into the channels (see `watch.rs`), parks once, and the first channel to become ready wakes
-//! it; it then unlinks its watches and tries again.
+//! it; it then unlinks its watches and tries again, unless the other side claimed one of its
+//! operations on a zero-capacity channel (then that operation is the one chosen).
+//!
+//! A chosen send holds what it was chosen for (a reserved place, a receiver committed to it)
+//! until [`SelectedOperation::send`] brings the message, so it never waits; dropping the
+//! chosen operation instead gives that back.
 
-use super::watch::{Token, Watch};
+use super::chan::SendClaim;
+use super::watch::{Outcome, Payload, Token, Watch};
 use super::{Receiver, RecvError, SendError, Sender};
 #[cfg(not(loom))]
 use std::cell::Cell;
@@ -19,10 +25,14 @@ trait Endpoint {
     fn addr(&self) -> *const ();
     /// Whether this is a send.
     fn is_send(&self) -> bool;
-    /// Whether the operation would not wait now (see `Chan::send_ready` for `selects`).
-    fn ready(&self, selects: bool) -> bool;
+    /// Whether the operation would not wait now.
+    fn ready(&self) -> bool;
     /// A receive tried now: its result, or `None` when it would wait. Sends: `None`.
     fn try_take(&self) -> Option<Payload>;
+    /// A send's claim of what it needs now (see `Chan::claim_send`). Receives: `None`.
+    fn try_claim(&self) -> Option<SendClaim>;
+    /// The claim of a send whose watch a receiver claimed, handing over its node.
+    fn claimed_by(&self, node: *const ()) -> SendClaim;
     fn watch(&self, w: &Watch) -> bool;
     fn unwatch(&self, w: &Watch);
 }
@@ -34,8 +44,14 @@ impl<T> Endpoint for Receiver<T> {
     fn is_send(&self) -> bool {
         false
     }
-    fn ready(&self, _selects: bool) -> bool {
+    fn ready(&self) -> bool {
         self.chan.recv_ready()
+    }
+    fn try_claim(&self) -> Option<SendClaim> {
+        None
+    }
+    fn claimed_by(&self, _: *const ()) -> SendClaim {
+        unreachable!("a receive's watch is never claimed as a send")
     }
     fn try_take(&self) -> Option<Payload> {
         match self.try_recv() {
@@ -59,45 +75,23 @@ impl<T> Endpoint for Sender<T> {
     fn is_send(&self) -> bool {
         true
     }
-    fn ready(&self, selects: bool) -> bool {
-        self.chan.send_ready(selects)
+    fn ready(&self) -> bool {
+        self.chan.send_ready()
     }
     fn try_take(&self) -> Option<Payload> {
         None
+    }
+    fn try_claim(&self) -> Option<SendClaim> {
+        self.chan.claim_send()
+    }
+    fn claimed_by(&self, node: *const ()) -> SendClaim {
+        SendClaim::receiver::<T>(node)
     }
     fn watch(&self, w: &Watch) -> bool {
         self.chan.watch_send(w)
     }
     fn unwatch(&self, w: &Watch) {
         self.chan.unwatch(w)
-    }
-}
-
-/// The result of a selected receive, its type erased until [`SelectedOperation::recv`].
-struct Payload {
-    ptr: *mut (),
-    free: unsafe fn(*mut ()),
-}
-
-impl Payload {
-    fn new<T>(r: Result<T, RecvError>) -> Payload {
-        unsafe fn free<T>(p: *mut ()) {
-            // SAFETY: `p` came from `Box::into_raw` of this type (see `new`), freed once.
-            drop(unsafe { Box::from_raw(p.cast::<Result<T, RecvError>>()) });
-        }
-        Payload {
-            ptr: Box::into_raw(Box::new(r)).cast(),
-            free: free::<T>,
-        }
-    }
-}
-
-impl Drop for Payload {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: not taken (null after `SelectedOperation::recv` takes it).
-            unsafe { (self.free)(self.ptr) }
-        }
     }
 }
 
@@ -153,8 +147,18 @@ pub struct SelectedOperation<'a> {
     index: usize,
     addr: *const (),
     send: bool,
-    payload: Option<Payload>,
+    pick: Pick,
     _ops: PhantomData<&'a ()>,
+}
+
+/// What a chosen operation carries until it is completed.
+enum Pick {
+    /// Only checked (`ready`): completing it carries it out then.
+    Checked,
+    /// A receive carried out: its result.
+    Received(Payload),
+    /// A send with what it reserved for its message.
+    Send(SendClaim),
 }
 
 impl fmt::Debug for SelectedOperation<'_> {
@@ -293,28 +297,18 @@ impl<'a> Select<'a> {
     /// waiting), waits until one becomes possible or the deadline `limit` passes.
     fn run(&mut self, mode: Mode, limit: Option<Option<Instant>>) -> Option<SelectedOperation<'a>> {
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
-        let waits = !matches!(limit, Some(None));
         loop {
             shuffle(&mut order);
             for &k in &order {
-                let (e, index) = self.ops[k];
-                let payload = if mode == Mode::Perform && !e.is_send() {
-                    match e.try_take() {
-                        Some(p) => Some(p),
-                        None => continue,
-                    }
-                } else if e.ready(waits) {
-                    None
-                } else {
-                    continue;
+                let (e, _) = self.ops[k];
+                let pick = match (mode, e.is_send()) {
+                    (Mode::Perform, false) => e.try_take().map(Pick::Received),
+                    (Mode::Perform, true) => e.try_claim().map(Pick::Send),
+                    (Mode::Check, _) => e.ready().then_some(Pick::Checked),
                 };
-                return Some(SelectedOperation {
-                    index,
-                    addr: e.addr(),
-                    send: e.is_send(),
-                    payload,
-                    _ops: PhantomData,
-                });
+                if let Some(pick) = pick {
+                    return Some(self.chosen(k, pick));
+                }
             }
             let deadline = match limit {
                 Some(None) => return None,
@@ -330,14 +324,31 @@ impl<'a> Select<'a> {
                 }
                 continue;
             }
-            self.wait(deadline);
+            if let Some(chosen) = self.wait(mode, deadline) {
+                return Some(chosen);
+            }
         }
     }
 
-    /// Links a watch per operation, parks until one fires or `deadline`, unlinks them.
-    fn wait(&self, deadline: Option<Instant>) {
+    fn chosen(&self, k: usize, pick: Pick) -> SelectedOperation<'a> {
+        let (e, index) = self.ops[k];
+        SelectedOperation {
+            index,
+            addr: e.addr(),
+            send: e.is_send(),
+            pick,
+            _ops: PhantomData,
+        }
+    }
+
+    /// Links a watch per operation, parks until one fires or `deadline`, unlinks them. Returns
+    /// the operation the other side claimed, if it did (then it is chosen).
+    fn wait(&self, mode: Mode, deadline: Option<Instant>) -> Option<SelectedOperation<'a>> {
         let token = Token::new();
-        let watches: Vec<Watch> = (0..self.ops.len()).map(|k| Watch::new(&token, k)).collect();
+        let claimable = mode == Mode::Perform;
+        let watches: Vec<Watch> = (0..self.ops.len())
+            .map(|k| Watch::new(&token, k, claimable))
+            .collect();
         let mut linked = 0;
         for (k, (e, _)) in self.ops.iter().enumerate() {
             if token.is_set() {
@@ -350,9 +361,31 @@ impl<'a> Select<'a> {
             }
             linked = k + 1;
         }
-        token.park(deadline);
+        let (first, _) = self.ops[0];
+        token.park(
+            deadline,
+            crate::hook::WaitOn::Channel {
+                addr: first.addr() as usize,
+                send: first.is_send(),
+            },
+        );
         for (k, (e, _)) in self.ops.iter().enumerate().take(linked) {
             e.unwatch(&watches[k]);
+        }
+        match token.outcome() {
+            Outcome::Retry => None,
+            Outcome::Claimed(k) => {
+                let (e, _) = self.ops[k];
+                let pick = if e.is_send() {
+                    // SAFETY: the wait ended claimed at this watch.
+                    Pick::Send(e.claimed_by(unsafe { watches[k].partner() }))
+                } else {
+                    // SAFETY: as above.
+                    let payload = unsafe { watches[k].take_payload() };
+                    Pick::Received(payload.expect("a delivered receive holds its message"))
+                };
+                Some(self.chosen(k, pick))
+            }
         }
     }
 }
@@ -410,25 +443,24 @@ impl SelectedOperation<'_> {
              this receiver; pass the receiver it was added with",
             self.index
         );
-        match self.payload.take() {
-            Some(mut p) => {
-                let ptr = std::mem::replace(&mut p.ptr, std::ptr::null_mut());
-                // SAFETY: the payload was made from this very channel (checked above), whose
-                // messages are `T`s, by `Payload::new::<T>`; taken once (ptr now null).
-                *unsafe { Box::from_raw(ptr.cast::<Result<T, RecvError>>()) }
-            }
+        match std::mem::replace(&mut self.pick, Pick::Checked) {
+            // SAFETY: the payload was made from this very channel (checked above), whose
+            // messages are `T`s, by `Payload::new::<T>`.
+            Pick::Received(p) => unsafe { p.into_result::<T>() },
             // Selected by `ready`-style checks only: receive now (it may wait briefly if
             // another receiver took the message first).
-            None => r.recv(),
+            _ => r.recv(),
         }
     }
 
-    /// Completes a selected send of `msg` (the channel had room or a waiting receiver when
-    /// selected; if another sender took it since, this waits for the next).
+    /// Completes a selected send of `msg`. A send chosen by [`Select::select`] and its kin
+    /// does not wait: the place or the receiver it was chosen for is kept for it (on a
+    /// zero-capacity channel, a receiver or a select blocked on receiving waits for this
+    /// message). One chosen by a `ready` check is carried out now and may wait.
     ///
     /// # Panics
     /// When the selected operation is not a send to `s`.
-    pub fn send<T>(self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
+    pub fn send<T>(mut self, s: &Sender<T>, msg: T) -> Result<(), SendError<T>> {
         let mine = std::sync::Arc::as_ptr(&s.chan).cast::<()>();
         assert!(
             self.send && std::ptr::eq(mine, self.addr),
@@ -436,7 +468,20 @@ impl SelectedOperation<'_> {
              sender; pass the sender it was added with",
             self.index
         );
-        s.send(msg)
+        match std::mem::replace(&mut self.pick, Pick::Checked) {
+            Pick::Send(claim) => s.chan.send_claimed(claim, msg).map_err(SendError),
+            _ => s.send(msg),
+        }
+    }
+}
+
+impl Drop for SelectedOperation<'_> {
+    /// A chosen operation dropped uncompleted gives back what it held: a received message is
+    /// dropped, a claimed send's place or receiver is released (the receiver tries again).
+    fn drop(&mut self) {
+        if let Pick::Send(claim) = std::mem::replace(&mut self.pick, Pick::Checked) {
+            claim.release();
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 ///
 /// Arms: `recv(r) -> res => body` (`res`: `Result<T, RecvError>`), `send(s, msg) -> res => body`
 /// (`res`: `Result<(), SendError<T>>`; `msg` is evaluated only when the send is selected), and
-/// at most one of `default => body` (taken when no operation can proceed at once) or
+/// at most one of `default => body` (or `default() => body`: taken when no operation can
+/// proceed at once) or
 /// `default(timeout) => body` (taken when none could proceed within `timeout`). When several
 /// operations can proceed, one is chosen at random; a disconnected channel's operations can
 /// always proceed (with an error). A blocked `select!` parks the green thread once; the first
@@ -66,13 +67,23 @@ macro_rules! __select_internal {
     (@parse [$($arms:tt)*] ($($def:tt)*) send($s:expr, $m:expr) -> $res:pat => $body:expr) => {
         $crate::__select_internal!(@parse [$($arms)* (send __chan __idx ($s) ($m) $res => { $body })] ($($def)*))
     };
-    (@parse [$($arms:tt)*] () default => $body:block $(,)? $($rest:tt)*) => {
+    // `default()` is `default` (crossbeam accepts both).
+    (@parse [$($arms:tt)*] () default() => $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($arms)*] () default => $($rest)*)
+    };
+    (@parse [$($arms:tt)*] () default => $body:block , $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($arms)*] (now $body) $($rest)*)
+    };
+    (@parse [$($arms:tt)*] () default => $body:block $($rest:tt)*) => {
         $crate::__select_internal!(@parse [$($arms)*] (now $body) $($rest)*)
     };
     (@parse [$($arms:tt)*] () default => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_internal!(@parse [$($arms)*] (now { $body }) $($($rest)*)?)
     };
-    (@parse [$($arms:tt)*] () default($t:expr) => $body:block $(,)? $($rest:tt)*) => {
+    (@parse [$($arms:tt)*] () default($t:expr) => $body:block , $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($arms)*] (within ($t) $body) $($rest)*)
+    };
+    (@parse [$($arms:tt)*] () default($t:expr) => $body:block $($rest:tt)*) => {
         $crate::__select_internal!(@parse [$($arms)*] (within ($t) $body) $($rest)*)
     };
     (@parse [$($arms:tt)*] () default($t:expr) => $body:expr $(, $($rest:tt)*)?) => {

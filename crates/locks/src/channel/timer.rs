@@ -130,7 +130,15 @@ pub fn after(duration: Duration) -> Receiver<Instant> {
 /// A channel that delivers the current instant once, at `when` (crossbeam-channel's `at`).
 pub fn at(when: Instant) -> Receiver<Instant> {
     let (tx, rx) = bounded(1);
-    arm(when, tx, None);
+    let now = Instant::now();
+    if when <= now {
+        // Due already: ready at once (a select on `after(Duration::ZERO)` finds it ready, as in
+        // crossbeam), without a round trip through the timer thread.
+        let _ = tx.try_send(now);
+        keep_open(tx);
+    } else {
+        arm(when, tx, None);
+    }
     rx
 }
 
@@ -145,7 +153,13 @@ pub fn at(when: Instant) -> Receiver<Instant> {
 /// ```
 pub fn tick(period: Duration) -> Receiver<Instant> {
     let (tx, rx) = bounded(1);
-    match Instant::now().checked_add(period) {
+    let now = Instant::now();
+    match now.checked_add(period) {
+        Some(first) if period.is_zero() => {
+            // A zero period: the first tick is due now, ready at once like `after(ZERO)`.
+            let _ = tx.try_send(now);
+            arm(first, tx, Some(period));
+        }
         Some(first) => arm(first, tx, Some(period)),
         None => keep_open(tx),
     }

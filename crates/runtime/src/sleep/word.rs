@@ -1,7 +1,7 @@
 //! The idle protocol's state, reduced to what it synchronises on: one [`SleepWord`] per worker
 //! (the futex its owner sleeps on) and the runtime's [`SleeperCount`] (how many workers sleep,
 //! how many search), with the steps each side takes. The runtime calls exactly these functions
-//! (`sleep.rs` on the publisher side, `WorkerLocal::idle` in `worker.rs` on the sleeper side);
+//! (`sleep.rs` on the publisher side, `WorkerLocal::idle` in `worker/idle.rs` on the sleeper side);
 //! `tests/loom_idle.rs` drives the same functions under loom (through `crate::sync`), with model
 //! queues in place of the deques. The argument for why no wake-up is lost is in `sleep.rs`.
 

@@ -6,7 +6,7 @@
 //! Each is one atomic and the transitions the runtime makes on it, written against
 //! `crate::sync` so that the loom models in `tests/loom_*.rs` drive these same functions
 //! (under `cfg(loom)` the atomics are loom's). The runtime calls them from `parking.rs`,
-//! `worker.rs` (`finish_park`), `handle.rs`, `task.rs` (`Task::complete`) and `join.rs`.
+//! `worker/switch.rs` (`finish_park`), `handle.rs`, `task.rs` (`Task::complete`) and `join.rs`.
 
 use crate::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 

@@ -1,0 +1,138 @@
+//! The sleeper side of the idle protocol (`sleep.rs`): a worker without work searches the
+//! other workers' queues, counted as a searcher, in rounds of polls whose waits double; if that
+//! finds nothing it sleeps until a publisher wakes it (or the safety net runs out).
+
+use crate::accounting::bump;
+use crate::clock;
+use crate::job::Job;
+use crate::registry::{Shared, WorkerLocal};
+use crate::sleep::Slept;
+use crate::worker::idle_state::IdleState;
+use std::sync::atomic::Ordering;
+
+impl WorkerLocal {
+    /// This worker found work: if it was searching it stops, and wakes one more worker if it
+    /// was the last searcher while others sleep (`sleep.rs`).
+    #[inline]
+    pub(super) fn found_while_searching(&self) {
+        if self.idle.set_searching(false) {
+            self.stop_searching_found();
+        }
+    }
+
+    /// This worker stops searching without work (to sleep, rest or leave).
+    #[inline]
+    pub(super) fn stop_searching_idle(&self) {
+        if self.idle.set_searching(false) {
+            self.shared().sleepers.stop_searching();
+        }
+    }
+
+    pub(super) fn idle(&self) -> Idle {
+        let shared = self.shared();
+        let since = clock::ticks();
+        shared.idle.fetch_add(1, Ordering::SeqCst);
+        let r = self.idle_inner(shared, since);
+        shared.idle.fetch_sub(1, Ordering::SeqCst);
+        let acct = &shared.workers[self.index].acct;
+        let now = clock::ticks();
+        bump(&acct.idle_ticks, now.wrapping_sub(since));
+        self.run_start.set(now);
+        self.tick_stale.set(false);
+        r
+    }
+
+    pub(super) fn idle_inner(&self, shared: &Shared, since: u64) -> Idle {
+        if !self.idle.set_searching(true) {
+            shared.sleepers.start_searching();
+        }
+        // Starts where the last search stopped if that found only a stale entry (see `start`);
+        // its length follows how soon this worker was last woken (`idle_state.rs`).
+        for round in self.idle.take_start_round(since)..self.idle.rounds() {
+            if self.surplus() {
+                self.stop_searching_idle();
+                return Idle::Woke; // run_loop sends it to rest
+            }
+            if let Some(j) = self.steal() {
+                self.idle.found_at(round + 1);
+                self.found_while_searching();
+                return Idle::Found(j);
+            }
+            if shared.may_exit() {
+                self.stop_searching_idle();
+                return Idle::Exit;
+            }
+            for _ in 0..IdleState::wait_after(round) {
+                std::hint::spin_loop();
+            }
+        }
+        self.stop_searching_idle();
+        // Never sleep on local work (defensive: the loop only gets here with both empty).
+        if self.ready().len() > 0 || !self.deque.is_empty() {
+            return Idle::Woke;
+        }
+        let me = &shared.workers[self.index];
+        let asleep_from = clock::ticks();
+        let slept = me.sleep.sleep(
+            &shared.sleepers,
+            crate::sleep::safety_net(),
+            || self.steal(),
+            || shared.may_exit(),
+            || bump(&me.acct.sleeps, 1),
+        );
+        match slept {
+            Slept::Found(j, woken) => {
+                if woken {
+                    self.idle.set_searching(true);
+                    self.found_while_searching();
+                }
+                Idle::Found(j)
+            }
+            Slept::Woke => {
+                // Its waker counted it as searching.
+                self.idle.set_searching(true);
+                self.idle.slept(
+                    asleep_from,
+                    clock::ticks(),
+                    true,
+                    !footprint_locks::os::oversubscribed(),
+                );
+                Idle::Woke
+            }
+            Slept::Expired => {
+                self.idle.slept(asleep_from, clock::ticks(), false, false);
+                bump(&me.acct.expired_sleeps, 1);
+                // One look at once, before this worker counts itself as searching: work it
+                // finds while nobody searches was there for a sleeper to be woken for (a
+                // wake-up the protocol lost, which the safety net made up for).
+                let nobody_searching = shared.sleepers.searching(Ordering::SeqCst) == 0;
+                match self.steal() {
+                    Some(j) => {
+                        if nobody_searching {
+                            bump(&me.acct.expired_with_work, 1);
+                        }
+                        Idle::Found(j)
+                    }
+                    None => Idle::Woke,
+                }
+            }
+            Slept::Exit => Idle::Exit,
+        }
+    }
+
+    /// The job `run` started with was a stale queue entry: nothing ran, so the next idle
+    /// search goes on where the last one stopped instead of polling fast again (a thief that
+    /// keeps finding entries their joiners ran inline kept polling the spawner's deque at the
+    /// fastest rate).
+    #[inline]
+    pub(super) fn stale_found(&self) {
+        self.idle.stale_found();
+    }
+}
+
+/// How an idle spell ended.
+pub(super) enum Idle {
+    Found(Job),
+    Woke,
+    Exit,
+}
