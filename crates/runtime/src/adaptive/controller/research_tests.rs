@@ -313,7 +313,7 @@ fn a_load_drifting_during_the_search_cancels_out() {
     );
 }
 
-/// The report's sequence (`examples/report`, `threads_003`): a lock-bound program settled at
+/// The report's sequence (`tools/report`, `threads_003`): a lock-bound program settled at
 /// 1 of 1..=2 turns into a fork-join one that does twice the work at 2. The first interval
 /// that shifts holds the end of the old phase too (here 7.5 times the new phase's rate); were it
 /// part of the new phase's profile, the try at 2 would read as no gain and the search would keep
