@@ -210,10 +210,49 @@ pub fn oversubscribed() -> bool {
     OVERSUBSCRIBED.load(Ordering::Relaxed)
 }
 
-/// CPUs this process may run on.
+/// CPUs this process may run on: its main thread's CPU set, whichever thread asks first.
+///
+/// Not the calling thread's set (`available_parallelism`): the first caller is often a pinned
+/// worker, whose set has one CPU, and the answer is cached for the process; with 1 the
+/// oversubscription rule read any two running threads as "more threads than CPUs" and green
+/// waiters stopped spinning for good.
 pub fn cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *CPUS.get_or_init(|| {
+        main_thread_cpus()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
+
+/// CPUs in the process's main thread's affinity mask (`None` where unavailable, e.g. more CPUs
+/// than a `cpu_set_t` holds).
+#[cfg(target_os = "linux")]
+fn main_thread_cpus() -> Option<usize> {
+    if cfg!(loom) {
+        return None;
+    }
+    // SAFETY: an all-zero `cpu_set_t` is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a writable cpu_set_t of the size passed; the pid is this process's (its
+    // main thread's id), which lives as long as the process.
+    let rc = unsafe {
+        libc::sched_getaffinity(
+            libc::getpid(),
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: `set` was filled by the kernel above.
+    let n = unsafe { libc::CPU_COUNT(&set) };
+    usize::try_from(n).ok().filter(|&n| n > 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main_thread_cpus() -> Option<usize> {
+    None
 }
 
 /// Runnable threads on the machine now (the kernel's `nr_running`, from `/proc/loadavg`).

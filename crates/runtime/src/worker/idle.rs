@@ -95,7 +95,7 @@ impl WorkerLocal {
                     asleep_from,
                     clock::ticks(),
                     true,
-                    !footprint_locks::os::oversubscribed(),
+                    shared.workers.len() <= footprint_locks::os::cpus(),
                 );
                 Idle::Woke
             }

@@ -18,9 +18,11 @@
 //! sparse) restores the base. The extension adds rounds at the longest wait only, so a longer
 //! search polls the busy workers no more often than the base search's last rounds do: it trades
 //! sleep/wake cycles for polls at that rate. The rule compares two durations measured on the
-//! same worker, so it holds at any worker count and clock rate. On an oversubscribed machine
-//! (more runnable threads than CPUs, `footprint_locks::os::oversubscribed`) the search keeps its
-//! base length: there a sleeping worker gives its CPU to a busy one.
+//! same worker, so it holds at any worker count and clock rate. In a runtime with more workers
+//! than CPUs the search keeps its base length: there a sleeping worker gives its CPU to a busy
+//! one. (Not the kernel's count of runnable threads: with one worker per CPU that count sits at
+//! the CPU count whenever the workers are busy, and the searching worker itself is one of them,
+//! so any passing thread made the answer flip.)
 
 use std::cell::Cell;
 
@@ -76,8 +78,8 @@ impl IdleState {
 
     /// The search found nothing and the worker slept from tick `asleep_from` to `now`; `woken`:
     /// a publisher ended the sleep (else the safety net did). Sets the next search's length;
-    /// `may_extend` false keeps it at the base (the machine is oversubscribed: a longer search
-    /// would burn a CPU that a busy worker waits for).
+    /// `may_extend` false keeps it at the base (the runtime has more workers than CPUs: a longer
+    /// search would burn a CPU that a busy worker waits for).
     #[inline]
     pub(crate) fn slept(&self, asleep_from: u64, now: u64, woken: bool, may_extend: bool) {
         let searched = asleep_from.wrapping_sub(self.began.get());
