@@ -190,44 +190,22 @@ pub(crate) unsafe fn recycle_on(task: Arc<Task>, w: *const WorkerLocal) {
     // SAFETY: per the contract `w` is null or our live worker, whose pools are touched only by
     // its OS thread. The caller of `recycle` is the block's recycler (the spare flag is its).
     unsafe {
-        let mine = 1 + usize::from(*task.spare_ref.get());
+        let mine = 1 + usize::from(*task.spare_flag());
         // Unique: no other Arc (we never make Weak ones), so nobody else can reach the block.
         if w.is_null() || Arc::strong_count(&task) != mine {
             release_spare(&task);
             return;
         }
         fence(Ordering::Acquire);
-        if (*task.co.get()).is_some() {
+        if task.has_coroutine() {
             release_spare(&task);
             return;
         }
         // `Task::init` relies on these being `None` in a pooled block.
-        if (*task.waiter.get()).is_some()
-            || (*task.name.get()).is_some()
-            || (*task.scope.get()).is_some()
-            || (*task.locals.get()).is_some()
-            || (*task.hints.get()).is_some()
-        {
-            clear_for_pool(&task);
+        if task.holds_leftovers() {
+            task.clear_leftovers();
         }
         (*w).put_task(task);
-    }
-}
-
-/// Drops what a finished block still holds that a pooled one must not (its waiter, name,
-/// scope, locals, hints).
-///
-/// # Safety
-/// The caller holds the block's only reference.
-#[cold]
-unsafe fn clear_for_pool(task: &Task) {
-    // SAFETY: per the contract nobody else reaches the block.
-    unsafe {
-        *task.waiter.get() = None;
-        *task.name.get() = None;
-        *task.scope.get() = None;
-        *task.locals.get() = None;
-        *task.hints.get() = None;
     }
 }
 

@@ -182,7 +182,7 @@ impl PolicyReady {
             // its last stop (or its `init`, for a new one) wrote `affinity` before the hand-over
             // to the pusher (park CAS, queue push, inbox mutex), and nobody writes it until it
             // runs again on a worker (a joiner running a new thread inline never touches it).
-            Job::Task(t) => self.policy.key(unsafe { t.affinity() }, &self.worker),
+            Job::Task(t) => self.policy.key(unsafe { t.extras().affinity() }, &self.worker),
             Job::Stack(_) => u64::MAX,
         }
     }
@@ -196,7 +196,7 @@ impl PolicyReady {
     unsafe fn on_stop(&self, t: &Task, misses: Option<u64>) {
         // SAFETY: per the contract the affinity record is ours to write.
         self.policy
-            .on_stop(unsafe { t.affinity_mut() }, misses, &self.worker);
+            .on_stop(unsafe { t.extras().affinity_mut() }, misses, &self.worker);
     }
 
     /// A thread that yielded here: recorded, then behind every ready thread.

@@ -39,8 +39,8 @@ impl Task {
     /// is parked or queued, all of which follow `init`).
     #[inline]
     pub(crate) unsafe fn runtime(&self) -> *const Shared {
-        // SAFETY: per the contract, no write to `shared` runs concurrently.
-        unsafe { (*self.shared.get()).cast() }
+        // SAFETY: per the contract.
+        unsafe { self.runtime_untyped().cast() }
     }
 }
 

@@ -193,9 +193,7 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
             // A spawned thread its joiner already ran inline: the stale entry goes (and the
             // block back to the pool when the joiner is done with it).
             // SAFETY: `w` is the calling OS thread's worker (our contract).
-            Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => unsafe {
-                recycle_on(t, w)
-            },
+            Job::Task(t) if t.has_started() => unsafe { recycle_on(t, w) },
             // Newer than ours (spawned threads, other green threads' join halves): hand
             // them to this worker's inbox, where it or a thief runs them.
             other => others.push(other),
@@ -236,9 +234,7 @@ pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
                     return true;
                 }
                 // A stale entry (see `take_back_stack_job`): the last reference recycles.
-                Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
-                    recycle_on(top, w)
-                }
+                Some(Job::Task(top)) if top.has_started() => recycle_on(top, w),
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {
                     w.deque.push(match other {
@@ -272,7 +268,7 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
     // published and are not changed by anyone else while it finishes.
     unsafe {
         let shared = &*t.runtime();
-        if (*t.hints.get()).is_some() || (*t.name.get()).is_some() {
+        if t.extras().has_hints() || t.has_name() {
             leave_finished(shared, t);
         }
         // Per our contract `w` is null or our live worker (its `me` is its `WorkerShared`).
@@ -297,10 +293,10 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
 unsafe fn leave_finished(shared: &Shared, t: &Task) {
     // SAFETY: per the contract (the caller holds the run reference).
     unsafe {
-        if (*t.hints.get()).is_some() {
+        if t.extras().has_hints() {
             placement::on_finish(shared, t);
         }
-        if (*t.name.get()).is_some() {
+        if t.has_name() {
             shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
         }
     }
