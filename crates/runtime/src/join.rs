@@ -219,11 +219,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
                 crate::context::ctx_ptr(),
                 &*self.rt,
                 f,
-                true,
-                None,
-                None,
-                Some(self.data.clone()),
-                None,
+                spawn::SpawnOptions {
+                    scope: Some(self.data.clone()),
+                    ..spawn::SpawnOptions::default()
+                },
             )
         };
         ScopedJoinHandle {
