@@ -13,7 +13,9 @@
 //! context), `spawn.rs`, `park.rs` and `worker.rs` (the worker loop).
 
 use crate::accounting::WorkerAccount;
+use crate::config::Config;
 use crate::counters::{Resolved, WorkerSource};
+use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
@@ -153,6 +155,87 @@ pub(crate) fn next_runtime_id() -> u64 {
 }
 
 impl Shared {
+    /// The state of a runtime configured by `config`, and the owner ends of its workers' start
+    /// deques (worker `i`'s at index `i`, for `runtime::start` to hand over). Fails only when
+    /// the co-scheduling table cannot be opened (or its interval is too short).
+    pub(crate) fn new(config: &Config) -> Result<(Arc<Shared>, Vec<Deque<RawJob>>), Error> {
+        let n = config.workers;
+        let node = match &config.co_schedule {
+            Some(c) => Some(
+                crate::node::NodeState::new(c.clone(), n)
+                    .map_err(|reason| Error::InvalidConfig { reason })?,
+            ),
+            None => None,
+        };
+        let deques: Vec<Deque<RawJob>> = (0..n).map(|_| Deque::new_lifo()).collect();
+        let workers = deques
+            .iter()
+            .zip(&config.steal_tiers)
+            .enumerate()
+            .map(|(i, (d, t))| WorkerShared::new(d.stealer(), config.pinned_cpu(i), t.clone()))
+            .collect();
+        let affinity = config.ready_order.policy().map(|policy| {
+            RuntimeAffinity::new(
+                policy,
+                &config.topology,
+                (0..n).map(|i| config.pinned_cpu(i)),
+            )
+        });
+        let counters = config.counters.clone();
+        let bandwidth = Arc::new(crate::bandwidth::state::BandwidthState::new(
+            n,
+            counters.source.is_some(),
+            &counters.describe,
+        ));
+        let shuffle = config.shuffling.clone().map(|c| {
+            crate::placement::shuffle::ShuffleState::new(c, &config.topology, &config.worker_cpu)
+        });
+        let shared = Shared {
+            workers,
+            injector: Injector::new(),
+            sleepers: CachePadded::new(SleeperCount::new()),
+            idle: CachePadded::new(AtomicUsize::new(0)),
+            shutdown: AtomicBool::new(false),
+            ext_spawned: AtomicU64::new(0),
+            ext_finished: AtomicU64::new(0),
+            loops: Default::default(),
+            stack_pool: crate::sync::Mutex::new(Vec::new()),
+            task_pool: crate::sync::Mutex::new(Vec::new()),
+            stack_size: config.stack_size,
+            slabs: Slabs::new(config.stack_size, config.guard_pages),
+            guard_pages: config.guard_pages,
+            stack_limits: StackLimits::new(config.max_stacks),
+            ready_order: config.ready_order,
+            affinity,
+            switch_cost_ns: config.switch_cost_ns,
+            overflows: AtomicU64::new(0),
+            stacks_mapped: AtomicU64::new(0),
+            counters,
+            counter_error: Mutex::new(None),
+            placement: crate::placement::state::PlacementState::new(n, shuffle),
+            id: next_runtime_id(),
+            abandoned: AtomicBool::new(false),
+            exited: Mutex::new(0),
+            exited_cv: Condvar::new(),
+            named: Mutex::new(HashMap::new()),
+            active: CachePadded::new(AtomicUsize::new(
+                config.adaptive.as_ref().map_or(n, |r| *r.start()),
+            )),
+            adaptive: config
+                .adaptive
+                .as_ref()
+                .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, config.cpus.len())),
+            tranquilizer: config
+                .tranquilizer
+                .clone()
+                .map(crate::tranquilizer::daemon::TranquilizerState::new),
+            node,
+            watch: crate::watch::state::Watch::new(config.watch, n),
+            bandwidth,
+        };
+        Ok((Arc::new(shared), deques))
+    }
+
     /// Runs `f` on the named-live-threads map.
     pub(crate) fn named_live<R>(&self, f: impl FnOnce(&mut HashMap<usize, Arc<str>>) -> R) -> R {
         f(&mut self.named.lock().unwrap_or_else(|e| e.into_inner()))
