@@ -18,10 +18,10 @@ use crate::counters::{Resolved, WorkerSource};
 use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::job::RawJob;
+use crate::pool::levels::{LocalPools, Pools};
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
 use crate::sleep::word::{SleepWord, SleeperCount};
-use crate::spare::Pooled;
-use crate::stack::{GreenStack, Slabs, StackLimits};
+use crate::stack::{Slabs, StackLimits};
 use crate::start_deque::StartDeque;
 use crate::task::Task;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
@@ -98,14 +98,14 @@ pub(crate) struct Shared {
     pub(crate) ext_finished: AtomicU64,
     /// What `footprint::par`'s `Affinity` loops did here (`RuntimeStats::loops`).
     pub(crate) loops: crate::loops::LoopTotals,
-    pub(crate) stack_pool: crate::sync::Mutex<Vec<GreenStack>>,
+    /// The shared level of the control-block and stack pools (`pool.rs`).
+    pub(crate) pools: Pools,
     /// Where stacks of `stack_size` are carved from.
     pub(crate) slabs: Slabs,
     /// Whether each stack has a guard page (`Builder::guard_pages`).
     pub(crate) guard_pages: bool,
     /// The live-stack cap and the last refusal to make a stack.
     pub(crate) stack_limits: StackLimits,
-    pub(crate) task_pool: crate::sync::Mutex<Vec<Pooled>>,
     pub(crate) stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
     pub(crate) ready_order: ReadyOrder,
@@ -199,8 +199,7 @@ impl Shared {
             ext_spawned: AtomicU64::new(0),
             ext_finished: AtomicU64::new(0),
             loops: Default::default(),
-            stack_pool: crate::sync::Mutex::new(Vec::new()),
-            task_pool: crate::sync::Mutex::new(Vec::new()),
+            pools: Pools::new(),
             stack_size: config.stack_size,
             slabs: Slabs::new(config.stack_size, config.guard_pages),
             guard_pages: config.guard_pages,
@@ -292,8 +291,8 @@ pub(crate) struct WorkerLocal {
     pub(crate) me: *const WorkerShared,
     pub(crate) deque: StartDeque,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
-    pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
-    pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
+    /// This worker's own level of the pools (`pool.rs`).
+    pub(crate) pools: LocalPools,
     pub(crate) ctx: ThreadCtx,
     /// Picks of local work left until the next fairness check (`worker.rs`, `FAIR_TICK`).
     pub(crate) tick: Cell<u32>,
@@ -337,8 +336,7 @@ impl WorkerLocal {
                     .map(|a| (a.policy, a.workers[index].clone())),
                 &shared.workers[index].inbox,
             )),
-            stacks: UnsafeCell::new(Vec::new()),
-            tasks: UnsafeCell::new(Vec::new()),
+            pools: LocalPools::new(),
             ctx: ThreadCtx {
                 shared: Arc::as_ptr(shared),
                 worker: ptr::null(),

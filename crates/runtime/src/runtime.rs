@@ -787,7 +787,7 @@ impl Runtime {
     /// let _trimmed: usize = rt.trim_stacks();
     /// ```
     pub fn trim_stacks(&self) -> usize {
-        self.shared.trim_stacks()
+        self.shared.pools.trim_stacks()
     }
 
     /// Counters since the runtime started: totals, and per worker runs, parks, steals by

@@ -6,7 +6,7 @@ use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
 use crate::pool::recycle_on;
 use crate::registry::{Shared, ThreadCtx, WorkerLocal};
-use crate::spare::{entry_ref, keep_entry_ref, Pooled};
+use crate::spare::{entry_ref, keep_entry_ref};
 use crate::task::{self, PlacementHints, Task};
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -85,13 +85,7 @@ where
             }
             t
         } else {
-            let t = shared
-                .task_pool
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop()
-                .map(Pooled::take)
-                .unwrap_or_else(crate::task::new_task);
+            let t = shared.pools.take_task();
             register(&t);
             t.init(f, rt, true, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
