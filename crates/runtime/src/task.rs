@@ -254,7 +254,52 @@ impl ScopeShared {
 /// *switch* are the worker loop's: it installs and takes the coroutine, stamps the worker and
 /// the accounting at every resumption (`worker.rs`). The research state is one [`TaskExtras`]
 /// (`extras.rs`), written by the features that own it.
+///
+/// The field order is fixed (`repr(C)`) for the cache: the job slot fills the first line; the
+/// hand-off bytes (life, handle, park, class) share the last line only with fields that are
+/// rarely written (the registry slot, the nested count, the extras' tail with `bound`, which
+/// the joiner reads beside the handle), not with the accounting the switch writes.
+#[repr(C)]
 pub(crate) struct Task {
+    /// The job, then its result (see [`Slot`]).
+    slot: UnsafeCell<Slot>,
+    /// Who joins it.
+    waiter: UnsafeCell<Option<Waiter>>,
+    name: UnsafeCell<Option<Arc<str>>>,
+    /// Switch: trap handler of the running coroutine (and, in `stack_limit`, the lowest address
+    /// of its stack mapping: the guard page), read by the SIGSEGV handler on the same OS thread.
+    pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
+    /// Switch: the worker it last ran on, stamped at every resumption.
+    pub(crate) last_worker: AtomicUsize,
+    /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
+    /// so that the control block sits below the runtime state that pools it). Valid while the
+    /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
+    /// waits for them).
+    shared: UnsafeCell<*const ()>,
+    /// Switch: the coroutine, from the first resumption until the thread finishes.
+    pub(crate) co: UnsafeCell<Option<Co>>,
+    /// Switch: the running coroutine's yielder ([`Task::suspend`]).
+    pub(crate) yielder: UnsafeCell<*const GreenYielder>,
+    vtable: UnsafeCell<&'static JobVtable>,
+    scope: UnsafeCell<Option<Arc<ScopeShared>>>,
+    /// Switch: the stack size it asked for (the worker takes a stack of it).
+    pub(crate) stack_size: UnsafeCell<usize>,
+    locals: UnsafeCell<Option<Box<Locals>>>,
+    /// Switch: see `trap`.
+    pub(crate) stack_limit: UnsafeCell<usize>,
+    /// Switch: run time, runs, migrations, steals, parked time, misses; written at the switches
+    /// by the worker holding the run reference (`worker.rs`), read by `JoinHandle::stats` and
+    /// `current_stats`.
+    pub(crate) acct: ThreadAccount,
+    /// The research state (`extras.rs`).
+    extras: TaskExtras,
+    /// Its index in the control-block registry (`usize::MAX`: not listed).
+    registry_slot: AtomicUsize,
+    /// Frames of this green thread that others may still reach: `join` halves it offered and
+    /// has not taken back, and spawned threads it is running inline. While non-zero a stack
+    /// overflow cannot be recovered (abandoning the stack would leave dangling references), so
+    /// the overflow handler reports and aborts instead.
+    nested: std::cell::Cell<u32>,
     /// LIFE_* (`crate::sync`'s atomic: `states::claim` is model-checked). Switch: read by the
     /// worker loop; changed only here.
     pub(crate) life: AtomicU8,
@@ -264,51 +309,14 @@ pub(crate) struct Task {
     pub(crate) park: ParkState,
     /// Published priority class (the scheduler hook's cell).
     pub(crate) class: ClassCell,
-    /// Switch: the worker it last ran on, stamped at every resumption.
-    pub(crate) last_worker: AtomicUsize,
-    /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
-    /// so that the control block sits below the runtime state that pools it). Valid while the
-    /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
-    /// waits for them).
-    shared: UnsafeCell<*const ()>,
-    /// Who joins it.
-    waiter: UnsafeCell<Option<Waiter>>,
-    /// Switch: the coroutine, from the first resumption until the thread finishes.
-    pub(crate) co: UnsafeCell<Option<Co>>,
-    /// Switch: the running coroutine's yielder ([`Task::suspend`]).
-    pub(crate) yielder: UnsafeCell<*const GreenYielder>,
-    slot: UnsafeCell<Slot>,
-    vtable: UnsafeCell<&'static JobVtable>,
-    scope: UnsafeCell<Option<Arc<ScopeShared>>>,
-    name: UnsafeCell<Option<Arc<str>>>,
-    /// Switch: the stack size it asked for (the worker takes a stack of it).
-    pub(crate) stack_size: UnsafeCell<usize>,
-    locals: UnsafeCell<Option<Box<Locals>>>,
     /// Whether the job panicked (set on completion).
     panicked: UnsafeCell<bool>,
-    /// Switch: trap handler of the running coroutine and the lowest address of its stack
-    /// mapping (the guard page), read by the SIGSEGV handler on the same OS thread.
-    pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
-    pub(crate) stack_limit: UnsafeCell<usize>,
-    /// Frames of this green thread that others may still reach: `join` halves it offered and
-    /// has not taken back, and spawned threads it is running inline. While non-zero a stack
-    /// overflow cannot be recovered (abandoning the stack would leave dangling references), so
-    /// the overflow handler reports and aborts instead.
-    nested: std::cell::Cell<u32>,
     /// The block's strong count includes one reference that no `Arc` holds: left by a joiner
     /// that took its own queue entry back (spawn, then join), it becomes the queue entry of the
     /// block's next spawn, which so costs no atomic increment and the join no decrement
     /// (`spare.rs`). Touched only by the block's exclusive owner: its spawner before publishing
     /// it, its joiner, its recycler.
     spare_ref: UnsafeCell<bool>,
-    /// Its index in the control-block registry (`usize::MAX`: not listed).
-    registry_slot: AtomicUsize,
-    /// The research state (`extras.rs`).
-    extras: TaskExtras,
-    /// Switch: run time, runs, migrations, steals, parked time, misses; written at the switches
-    /// by the worker holding the run reference (`worker.rs`), read by `JoinHandle::stats` and
-    /// `current_stats`. Last, away from the fields the switch reads.
-    pub(crate) acct: ThreadAccount,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"

@@ -13,8 +13,12 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A green thread's research state (see the module doc).
+/// A green thread's research state (see the module doc). The order is fixed (`repr(C)`) so
+/// that `bound` comes last, in the control block's line of hand-off bytes (see `Task`).
+#[repr(C)]
 pub(crate) struct TaskExtras {
+    /// What it last parked on (`watch/record.rs`).
+    pub(crate) wait: crate::watch::record::WaitRecord,
     /// The affinity policy's record of this thread (last worker, virtual-time stamp, miss
     /// history, footprint). Touched only when the runtime orders its ready threads by a
     /// [`ReadyOrder::Policy`](crate::ReadyOrder::Policy): written at every stop by the worker
@@ -29,17 +33,15 @@ pub(crate) struct TaskExtras {
     /// runs, and cleared when it finishes (`placement::on_finish`); read by whoever places it
     /// (after the park/unpark or queue hand-over, which orders the accesses).
     pub(crate) hints: UnsafeCell<Option<Box<PlacementHints>>>,
-    /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
-    /// inline on the joiner's worker, which would defeat the placement.
-    pub(crate) bound: AtomicBool,
     /// Thread shuffling (003): nanoseconds parked in locks (written by the thread itself), the
     /// home worker a shuffling decision gave it ([`NO_HOME`]: none), and whether the monitor
     /// holds it.
     pub(crate) lock_wait_ns: AtomicU64,
     pub(crate) shuffle_home: AtomicUsize,
     pub(crate) shuffle_monitored: AtomicBool,
-    /// What it last parked on (`watch/record.rs`).
-    pub(crate) wait: crate::watch::record::WaitRecord,
+    /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
+    /// inline on the joiner's worker, which would defeat the placement.
+    pub(crate) bound: AtomicBool,
 }
 
 /// [`TaskExtras::shuffle_home`] of a thread that shuffling gave no home.
