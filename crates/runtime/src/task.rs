@@ -516,7 +516,10 @@ impl Task {
     /// The caller holds this thread's run reference (claimed) and its handle; `joiner` is the
     /// green thread calling (its control block is the same before and after the run, even if
     /// the inline thread yields or parks and the worker under it changes).
-    #[inline]
+    ///
+    /// Always in line: it is the body of spawn-then-join's fast path (`handle.rs`), which an
+    /// out-of-line call here measurably slows.
+    #[inline(always)]
     pub(crate) unsafe fn run_inline(&self, joiner: &Task) {
         // SAFETY: per the contract the joiner's locals and nested count are the calling
         // thread's, and this thread's run reference is ours.
