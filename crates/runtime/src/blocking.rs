@@ -7,7 +7,7 @@
 use crate::handle::JoinHandle;
 use crate::registry::{Shared, ThreadCtx};
 use crate::runtime;
-use crate::task::{Task, LIFE_RUNNING};
+use crate::task::Task;
 use crate::{context, handle, spawn};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -122,7 +122,8 @@ where
     // SAFETY: a fresh Arc is unique.
     unsafe { t.init(f, shared.cast(), true, 0, None, None, 0) };
     // Never claimable by a joiner: it must run on a blocking thread.
-    t.life.store(LIFE_RUNNING, Ordering::Relaxed);
+    // SAFETY: the block is still ours alone.
+    unsafe { t.claim_owned() };
     // SAFETY: shared is alive (caller's runtime or the global one).
     unsafe { (*shared).ext_spawned.fetch_add(1, Ordering::Release) };
     IN_FLIGHT.fetch_add(1, Ordering::Relaxed);

@@ -139,6 +139,7 @@ fn hardware(caps: &Capabilities) -> Result<Resolved, Error> {
 }
 
 /// A resolved counter choice (what `Shared` keeps).
+#[derive(Clone)]
 pub(crate) struct Resolved {
     /// Per-thread accounting on.
     pub(crate) timed: bool,

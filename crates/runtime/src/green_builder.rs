@@ -5,7 +5,7 @@ use crate::context;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::runtime::global_shared;
-use crate::spawn::spawn_raw;
+use crate::spawn::{spawn_raw, SpawnOptions};
 use crate::stack::check_stack_size;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -29,18 +29,13 @@ where
     T: Send + 'static,
 {
     // No builder: no name, size or hints to carry (and none to drop) on the hot path.
-    spawn_current(f, None, None, None).unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
+    spawn_current(f, SpawnOptions::default()).unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
 }
 
 /// Spawns on the current runtime (the global one outside any runtime): [`spawn`] and
 /// [`GreenBuilder::spawn`].
 #[inline(always)]
-fn spawn_current<F, T>(
-    f: F,
-    name: Option<Arc<str>>,
-    stack_size: Option<usize>,
-    hints: Option<Box<crate::task::PlacementHints>>,
-) -> Result<JoinHandle<T>, Error>
+fn spawn_current<F, T>(f: F, opts: SpawnOptions) -> Result<JoinHandle<T>, Error>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -56,7 +51,7 @@ where
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
     unsafe { (*s).stack_limits.admit()? };
     // SAFETY: as above; 'static closure and result; `c` was read just now on this OS thread.
-    let t = unsafe { spawn_raw(c, &*s, f, true, name, stack_size, None, hints) };
+    let t = unsafe { spawn_raw(c, &*s, f, opts) };
     Ok(JoinHandle {
         task: Some(t),
         _marker: PhantomData,
@@ -264,14 +259,17 @@ impl GreenBuilder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let hints = (!self.hints.is_empty()).then(|| Box::new(self.hints));
+        let opts = SpawnOptions {
+            name: self.name,
+            stack_size: self.stack_size,
+            scope: None,
+            hints: (!self.hints.is_empty()).then(|| Box::new(self.hints)),
+        };
         match self.traffic {
-            None => spawn_current(f, self.name, self.stack_size, hints),
+            None => spawn_current(f, opts),
             Some(bytes) => spawn_current(
                 crate::bandwidth::thread::with_declared_traffic(bytes, f),
-                self.name,
-                self.stack_size,
-                hints,
+                opts,
             ),
         }
     }

@@ -2,21 +2,14 @@
 //! it completes) and detaching it.
 
 use crate::context::{current_green_of, current_worker_ptr};
-use crate::local::clear_task_locals;
 use crate::parking::park_current;
 use crate::pool::{recycle, recycle_on};
 use crate::spawn::{count_finished_on, take_own_top};
 use crate::stats::ThreadStats;
-use crate::task::{drop_payload, ScopeShared, Task, Waiter, LIFE_DONE, LIFE_RUNNING};
+use crate::task::{ScopeShared, Task, Waiter};
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-#[inline(always)]
-const fn task_life_running() -> u8 {
-    LIFE_RUNNING
-}
 
 /// Waits for a task to finish and moves its result out.
 ///
@@ -30,17 +23,17 @@ pub(crate) unsafe fn join_task<T>(
     // The worker to recycle the block on, when the last thread-local read was after the joiner's
     // last suspension; else it is read again at the end.
     let mut recycle_worker = None;
-    if !t.handle.is_done() {
+    if !t.is_done() {
         // Fast path: a green thread that has not started yet runs inline on the joiner's stack
         // (same runtime only), with no stack, no switch and no queue round trip. When its queue
         // entry is still on top of our own deque (spawn, then join), popping it makes it ours
         // without a claim race; otherwise a thief may hold the entry and we race by `claim`.
-        // SAFETY: `shared` is written by `init` before the task is published and not changed
-        // until the block is recycled, which needs our handle (we still hold it).
-        // placement: a thread placed by a hint runs where it was placed.
-        let here = if t.bound.load(Ordering::Relaxed) {
+        // A thread placed by a hint runs where it was placed.
+        let here = if t.extras().bound.load(Ordering::Relaxed) {
             None
         } else {
+            // SAFETY: the runtime is set by `init` before the task is published and not changed
+            // until the block is recycled, which needs our handle (we still hold it).
             current_green_of(unsafe { t.runtime() })
         };
         let inline = match here {
@@ -48,84 +41,52 @@ pub(crate) unsafe fn join_task<T>(
                 // SAFETY: `w` was read just now on this OS thread, and nothing suspended since.
                 let popped = unsafe { take_own_top(w, t) };
                 if popped {
-                    t.life.store(task_life_running(), Ordering::Relaxed);
+                    // SAFETY: we popped its only queue entry and hold its handle.
+                    unsafe { t.claim_owned() };
                 }
                 (popped || t.claim()).then_some(me)
             }
             None => None,
         };
         if let Some(me) = inline {
-            // SAFETY: we own the run reference now. The joiner (`me`) is the running green
-            // thread; its green-locals are set aside so the inline thread starts with its own
-            // (empty) set, as it would on a stack of its own. Its control block is the same
-            // before and after the inline run (only the worker under it may change, if the inline
-            // thread yields or parks: so the worker is read again after).
+            // SAFETY: we own the run reference and the handle; the joiner (`me`) is the running
+            // green thread. The worker under it may change if the inline thread yields or parks,
+            // so it is read again after.
             unsafe {
-                let saved = (*(*me).locals.get()).take();
-                (*me).nested.set((*me).nested.get() + 1);
-                t.run_job_in_place();
-                (*me).nested.set((*me).nested.get() - 1);
-                clear_task_locals(&*me);
-                *(*me).locals.get() = saved;
-                // We hold the handle and nobody waits: no `handle` bits to publish.
-                let scope = (*t.scope.get()).take();
-                t.life.store(LIFE_DONE, Ordering::Release);
-                if let Some(s) = scope {
-                    s.task_done();
-                }
+                t.run_inline(&*me);
                 let w = current_worker_ptr();
                 count_finished_on(t, w);
                 recycle_worker = Some(w);
             }
         } else {
-            // SAFETY: the waiter cell is ours until we publish H_WAITER.
-            unsafe { *t.waiter.get() = Some(Waiter::current()) };
-            if !t.handle.register_waiter() {
-                // Completed meanwhile: the completer saw no waiter, so the cell is still ours.
-                // SAFETY: as above.
-                unsafe { (*t.waiter.get()).take() };
-            } else {
+            // SAFETY: we own the handle.
+            if unsafe { t.register_waiter(Waiter::current()) } {
                 crate::watch::note::note_current(
                     crate::watch::record::WaitKind::Join,
                     ptr_of(t),
                     at,
                 );
-                while !t.handle.is_done() {
+                while !t.is_done() {
                     park_current();
                 }
             }
         }
     }
-    let mut out = MaybeUninit::<std::thread::Result<T>>::uninit();
-    // SAFETY: H_DONE is set (Acquire) so the result is written; we own the handle, so we are the
-    // only one taking it. The vtable's T is ours by contract.
-    unsafe {
-        let vt = *t.vtable.get();
-        (vt.take_result)(t.slot.get(), out.as_mut_ptr().cast());
-    }
-    t.handle.release();
+    // SAFETY: the result is ready (`is_done` seen), we own the handle, and its T is ours by
+    // contract.
+    let out = unsafe { t.take_result::<T>() };
     let w = recycle_worker.unwrap_or_else(current_worker_ptr);
     // SAFETY: `w` was read on this OS thread after its last suspension (taking the result and
     // releasing the handle do not suspend).
     unsafe { recycle_on(task, w) };
-    // SAFETY: take_result initialised it.
-    unsafe { out.assume_init() }
+    out
 }
 
 /// Detaches a task: its result will be dropped by whoever finishes last.
 /// A panic payload found this way goes to `scope` when the task belongs to one.
 pub(crate) fn detach_task(task: Arc<Task>, scope: Option<&ScopeShared>) {
-    if task.handle.detach() {
-        // SAFETY: completion saw our handle and left the result to us.
-        unsafe {
-            let vt = *task.vtable.get();
-            if let Some(p) = (vt.dispose)(task.slot.get()) {
-                match scope {
-                    Some(s) => s.record_panic(p),
-                    None => drop_payload(p),
-                }
-            }
-        }
+    // SAFETY: the caller gives up the handle it owned.
+    if unsafe { task.detach(scope) } {
         recycle(task);
     }
 }
@@ -162,7 +123,7 @@ impl<T> JoinHandle<T> {
 
     /// Whether the green thread has finished (its result is ready).
     pub fn is_finished(&self) -> bool {
-        self.task.as_ref().is_some_and(|t| t.handle.is_done())
+        self.task.as_ref().is_some_and(|t| t.is_done())
     }
 
     /// The name given to the green thread, if any.

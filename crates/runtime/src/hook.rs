@@ -147,7 +147,7 @@ impl SchedulerHook for GreenHook {
         if !t.is_null() {
             let rt = context::current_shared() as usize;
             // SAFETY: the running green thread's control block is alive while it runs.
-            unsafe { (*t).wait.note_lock(what, rt) };
+            unsafe { (*t).extras().wait.note_lock(what, rt) };
         }
     }
 

@@ -79,7 +79,7 @@ where
         exec: exec_stack_job::<B, RB>,
     };
     // SAFETY: `owner` is the running green thread (this one); only it touches `nested`.
-    unsafe { (*owner).nested.set((*owner).nested.get() + 1) };
+    unsafe { (*owner).enter_nested() };
     // SAFETY: `worker` was read just above and we have not yielded since.
     let (pushed_on, seq) = unsafe { spawn::push_stack_job(worker, r) };
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
@@ -98,7 +98,7 @@ where
         unsafe { (*job.result.get()).take() }
     };
     // SAFETY: as above; the control block outlives the green thread's frames.
-    unsafe { (*owner).nested.set((*owner).nested.get() - 1) };
+    unsafe { (*owner).leave_nested() };
     match (ra, rb) {
         (Ok(a), Some(Ok(b))) => (a, b),
         // The other half's result or payload is dropped before the panic goes on, where a
@@ -219,11 +219,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
                 crate::context::ctx_ptr(),
                 &*self.rt,
                 f,
-                true,
-                None,
-                None,
-                Some(self.data.clone()),
-                None,
+                spawn::SpawnOptions {
+                    scope: Some(self.data.clone()),
+                    ..spawn::SpawnOptions::default()
+                },
             )
         };
         ScopedJoinHandle {
@@ -257,7 +256,7 @@ impl<T> ScopedJoinHandle<'_, T> {
 
     /// Whether the green thread has finished.
     pub fn is_finished(&self) -> bool {
-        self.task.as_ref().is_some_and(|t| t.handle.is_done())
+        self.task.as_ref().is_some_and(|t| t.is_done())
     }
 }
 

@@ -96,6 +96,7 @@ mod adaptive;
 pub mod bandwidth;
 mod blocking;
 mod clock;
+mod config;
 mod context;
 mod counters;
 mod error;

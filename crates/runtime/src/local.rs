@@ -6,9 +6,8 @@
 //! OS thread when used outside the runtime).
 
 use crate::context;
-use crate::task::{drop_payload, Locals, Task};
+use crate::task::{Locals, Task};
 use std::cell::RefCell;
-use std::panic::{self, AssertUnwindSafe};
 
 std::thread_local! {
     static OS_LOCALS: RefCell<Locals> = RefCell::new(Locals::default());
@@ -70,11 +69,7 @@ impl<T: 'static> GreenLocal<T> {
         }
         // SAFETY: the locals of the running green thread are touched only by that green thread;
         // the map borrow ends before `f` runs, and boxed values live until the thread finishes.
-        let p = unsafe {
-            let slot = &mut *(*t).locals.get();
-            slot.get_or_insert_with(Default::default)
-                .get_or_init(key, self.init)
-        };
+        let p = unsafe { (*t).local(key, self.init) };
         // SAFETY: as above.
         f(unsafe { &*p })
     }
@@ -83,10 +78,5 @@ impl<T: 'static> GreenLocal<T> {
 /// Drops the locals of a finishing green thread, on its own stack.
 pub(crate) fn clear_task_locals(t: &Task) {
     // SAFETY: called by the green thread itself at its end.
-    let locals = unsafe { (*t.locals.get()).take() };
-    if let Some(l) = locals {
-        if let Err(p) = panic::catch_unwind(AssertUnwindSafe(move || drop(l))) {
-            drop_payload(p);
-        }
-    }
+    unsafe { t.clear_locals() }
 }

@@ -147,7 +147,7 @@ unsafe extern "C" fn handler(
                 let limit = *(*t).stack_limit.get();
                 let page = crate::sys::page_size();
                 if addr >= limit && addr < limit + page {
-                    let recoverable = (*t).nested.get() == 0;
+                    let recoverable = !(*t).has_nested();
                     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
                     if recoverable {
                         let uc = uctx as *mut libc::ucontext_t;
@@ -164,7 +164,7 @@ unsafe extern "C" fn handler(
                         }
                     }
                     write_stderr(b"footprint: green thread ");
-                    match &*(*t).name.get() {
+                    match (*t).name_str() {
                         Some(n) => {
                             write_stderr(b"'");
                             write_stderr(n.as_bytes());

@@ -20,12 +20,8 @@ use std::sync::Arc;
 /// `task` must be the running green thread of the calling OS thread.
 #[inline]
 unsafe fn suspend(task: *const Task, r: Reason) {
-    // SAFETY: the yielder pointer was set when the coroutine started and stays valid while it
-    // runs; we are inside that coroutine.
-    unsafe {
-        let y = *(*task).yielder.get();
-        (*y).suspend(r);
-    }
+    // SAFETY: per the contract we are inside the thread's coroutine.
+    unsafe { (*task).suspend(r) }
 }
 
 /// Yields the worker to other ready green threads (an OS-thread yield outside the runtime).

@@ -8,7 +8,7 @@
 //! error) until a stack comes back.
 
 use crate::error::Error;
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::WorkerLocal;
 use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
 use crate::sync::Mutex;
@@ -16,20 +16,11 @@ use crate::task::Task;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
+pub(crate) mod levels;
+
 const LOCAL_TASKS: usize = 256;
 const SHARED_TASKS: usize = 4096;
 const LOCAL_STACKS: usize = 16;
-
-impl Shared {
-    /// Returns the memory of the stacks in the shared pool to the system; how many.
-    pub(crate) fn trim_stacks(&self) -> usize {
-        let pool = self.stack_pool.lock().unwrap_or_else(|e| e.into_inner());
-        for s in pool.iter() {
-            s.release_memory();
-        }
-        pool.len()
-    }
-}
 
 /// The sizes of one two-level pool: what a worker keeps, what the shared level may hold, and
 /// how many a worker takes from the shared level at once.
@@ -109,8 +100,8 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn take_task(&self) -> Arc<Task> {
         // SAFETY: owner-only pool, no borrow escapes this call.
-        let pool = unsafe { &mut *self.tasks.get() };
-        take_pooled(pool, &self.shared().task_pool, TASK_LEVELS)
+        let pool = unsafe { &mut *self.pools.tasks.get() };
+        take_pooled(pool, &self.shared().pools.tasks, TASK_LEVELS)
             .map(Pooled::take)
             .unwrap_or_else(crate::task::new_task)
     }
@@ -119,8 +110,8 @@ impl WorkerLocal {
     fn put_task(&self, t: Arc<Task>) {
         let t = Pooled(t);
         // SAFETY: owner-only pool.
-        let pool = unsafe { &mut *self.tasks.get() };
-        put_pooled(pool, &self.shared().task_pool, TASK_LEVELS, t);
+        let pool = unsafe { &mut *self.pools.tasks.get() };
+        put_pooled(pool, &self.shared().pools.tasks, TASK_LEVELS, t);
     }
 
     /// A stack of `size` usable bytes: pooled when it is the runtime's size, else fresh. The
@@ -130,8 +121,8 @@ impl WorkerLocal {
         shared.stack_limits.take()?;
         let made = if size == shared.stack_size {
             // SAFETY: owner-only pool.
-            let pool = unsafe { &mut *self.stacks.get() };
-            if let Some(s) = take_pooled(pool, &shared.stack_pool, STACK_LEVELS) {
+            let pool = unsafe { &mut *self.pools.stacks.get() };
+            if let Some(s) = take_pooled(pool, &shared.pools.stacks, STACK_LEVELS) {
                 return Ok(s);
             }
             shared.slabs.carve()
@@ -159,8 +150,8 @@ impl WorkerLocal {
             return; // a mapping of its own: dropping it unmaps it
         }
         // SAFETY: owner-only pool.
-        let pool = unsafe { &mut *self.stacks.get() };
-        put_pooled(pool, &shared.stack_pool, STACK_LEVELS, s);
+        let pool = unsafe { &mut *self.pools.stacks.get() };
+        put_pooled(pool, &shared.pools.stacks, STACK_LEVELS, s);
     }
 
     /// Gives up a stack that must not be reused (its thread overflowed it and was abandoned):
@@ -190,44 +181,22 @@ pub(crate) unsafe fn recycle_on(task: Arc<Task>, w: *const WorkerLocal) {
     // SAFETY: per the contract `w` is null or our live worker, whose pools are touched only by
     // its OS thread. The caller of `recycle` is the block's recycler (the spare flag is its).
     unsafe {
-        let mine = 1 + usize::from(*task.spare_ref.get());
+        let mine = 1 + usize::from(*task.spare_flag());
         // Unique: no other Arc (we never make Weak ones), so nobody else can reach the block.
         if w.is_null() || Arc::strong_count(&task) != mine {
             release_spare(&task);
             return;
         }
         fence(Ordering::Acquire);
-        if (*task.co.get()).is_some() {
+        if task.has_coroutine() {
             release_spare(&task);
             return;
         }
         // `Task::init` relies on these being `None` in a pooled block.
-        if (*task.waiter.get()).is_some()
-            || (*task.name.get()).is_some()
-            || (*task.scope.get()).is_some()
-            || (*task.locals.get()).is_some()
-            || (*task.hints.get()).is_some()
-        {
-            clear_for_pool(&task);
+        if task.holds_leftovers() {
+            task.clear_leftovers();
         }
         (*w).put_task(task);
-    }
-}
-
-/// Drops what a finished block still holds that a pooled one must not (its waiter, name,
-/// scope, locals, hints).
-///
-/// # Safety
-/// The caller holds the block's only reference.
-#[cold]
-unsafe fn clear_for_pool(task: &Task) {
-    // SAFETY: per the contract nobody else reaches the block.
-    unsafe {
-        *task.waiter.get() = None;
-        *task.name.get() = None;
-        *task.scope.get() = None;
-        *task.locals.get() = None;
-        *task.hints.get() = None;
     }
 }
 

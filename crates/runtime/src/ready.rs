@@ -10,7 +10,7 @@ use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::task::Task;
 use footprint_affinity::ready::ReadyHeap;
-use footprint_affinity::{AffinityPolicy, Policy, Topology, WorkerAffinity};
+use footprint_affinity::{AffinityPolicy, Ledger, Policy, Topology, WorkerAffinity};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -123,6 +123,25 @@ pub(crate) struct RuntimeAffinity {
     pub(crate) workers: Box<[Arc<WorkerAffinity>]>,
 }
 
+impl RuntimeAffinity {
+    /// The records of `policy` for workers on `cpus` (`None`: not pinned), one per worker,
+    /// sharing one ledger of the last-level caches of `topology`.
+    pub(crate) fn new(
+        policy: Policy,
+        topology: &Topology,
+        cpus: impl Iterator<Item = Option<usize>>,
+    ) -> RuntimeAffinity {
+        let ledger = Arc::new(Ledger::for_last_level(topology));
+        RuntimeAffinity {
+            policy,
+            workers: cpus
+                .enumerate()
+                .map(|(i, cpu)| Arc::new(WorkerAffinity::new(i, cpu, ledger.clone())))
+                .collect(),
+        }
+    }
+}
+
 /// A worker's ready structure (owner-only). The two queue orders are plain deques, so the
 /// default path pays one enum match and no key; the heap lives only in the policy variant.
 pub(crate) enum ReadyQueue {
@@ -182,7 +201,9 @@ impl PolicyReady {
             // its last stop (or its `init`, for a new one) wrote `affinity` before the hand-over
             // to the pusher (park CAS, queue push, inbox mutex), and nobody writes it until it
             // runs again on a worker (a joiner running a new thread inline never touches it).
-            Job::Task(t) => self.policy.key(unsafe { t.affinity() }, &self.worker),
+            Job::Task(t) => self
+                .policy
+                .key(unsafe { t.extras().affinity() }, &self.worker),
             Job::Stack(_) => u64::MAX,
         }
     }
@@ -196,7 +217,7 @@ impl PolicyReady {
     unsafe fn on_stop(&self, t: &Task, misses: Option<u64>) {
         // SAFETY: per the contract the affinity record is ours to write.
         self.policy
-            .on_stop(unsafe { t.affinity_mut() }, misses, &self.worker);
+            .on_stop(unsafe { t.extras().affinity_mut() }, misses, &self.worker);
     }
 
     /// A thread that yielded here: recorded, then behind every ready thread.

@@ -13,13 +13,15 @@
 //! context), `spawn.rs`, `park.rs` and `worker/` (the worker loop).
 
 use crate::accounting::WorkerAccount;
+use crate::config::Config;
 use crate::counters::{Resolved, WorkerSource};
+use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::job::RawJob;
+use crate::pool::levels::{LocalPools, Pools};
 use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
 use crate::sleep::word::{SleepWord, SleeperCount};
-use crate::spare::Pooled;
-use crate::stack::{GreenStack, Slabs, StackLimits};
+use crate::stack::{Slabs, StackLimits};
 use crate::start_deque::StartDeque;
 use crate::task::Task;
 use crate::worker::idle_state::IdleState;
@@ -40,8 +42,8 @@ impl Task {
     /// is parked or queued, all of which follow `init`).
     #[inline]
     pub(crate) unsafe fn runtime(&self) -> *const Shared {
-        // SAFETY: per the contract, no write to `shared` runs concurrently.
-        unsafe { (*self.shared.get()).cast() }
+        // SAFETY: per the contract.
+        unsafe { self.runtime_untyped().cast() }
     }
 }
 
@@ -97,14 +99,14 @@ pub(crate) struct Shared {
     pub(crate) ext_finished: AtomicU64,
     /// What `footprint::par`'s `Affinity` loops did here (`RuntimeStats::loops`).
     pub(crate) loops: crate::loops::LoopTotals,
-    pub(crate) stack_pool: crate::sync::Mutex<Vec<GreenStack>>,
+    /// The shared level of the control-block and stack pools (`pool.rs`).
+    pub(crate) pools: Pools,
     /// Where stacks of `stack_size` are carved from.
     pub(crate) slabs: Slabs,
     /// Whether each stack has a guard page (`Builder::guard_pages`).
     pub(crate) guard_pages: bool,
     /// The live-stack cap and the last refusal to make a stack.
     pub(crate) stack_limits: StackLimits,
-    pub(crate) task_pool: crate::sync::Mutex<Vec<Pooled>>,
     pub(crate) stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
     pub(crate) ready_order: ReadyOrder,
@@ -154,6 +156,86 @@ pub(crate) fn next_runtime_id() -> u64 {
 }
 
 impl Shared {
+    /// The state of a runtime configured by `config`, and the owner ends of its workers' start
+    /// deques (worker `i`'s at index `i`, for `runtime::start` to hand over). Fails only when
+    /// the co-scheduling table cannot be opened (or its interval is too short).
+    pub(crate) fn new(config: &Config) -> Result<(Arc<Shared>, Vec<Deque<RawJob>>), Error> {
+        let n = config.workers;
+        let node = match &config.co_schedule {
+            Some(c) => Some(
+                crate::node::NodeState::new(c.clone(), n)
+                    .map_err(|reason| Error::InvalidConfig { reason })?,
+            ),
+            None => None,
+        };
+        let deques: Vec<Deque<RawJob>> = (0..n).map(|_| Deque::new_lifo()).collect();
+        let workers = deques
+            .iter()
+            .zip(&config.steal_tiers)
+            .enumerate()
+            .map(|(i, (d, t))| WorkerShared::new(d.stealer(), config.pinned_cpu(i), t.clone()))
+            .collect();
+        let affinity = config.ready_order.policy().map(|policy| {
+            RuntimeAffinity::new(
+                policy,
+                &config.topology,
+                (0..n).map(|i| config.pinned_cpu(i)),
+            )
+        });
+        let counters = config.counters.clone();
+        let bandwidth = Arc::new(crate::bandwidth::state::BandwidthState::new(
+            n,
+            counters.source.is_some(),
+            &counters.describe,
+        ));
+        let shuffle = config.shuffling.clone().map(|c| {
+            crate::placement::shuffle::ShuffleState::new(c, &config.topology, &config.worker_cpu)
+        });
+        let shared = Shared {
+            workers,
+            injector: Injector::new(),
+            sleepers: CachePadded::new(SleeperCount::new()),
+            idle: CachePadded::new(AtomicUsize::new(0)),
+            shutdown: AtomicBool::new(false),
+            ext_spawned: AtomicU64::new(0),
+            ext_finished: AtomicU64::new(0),
+            loops: Default::default(),
+            pools: Pools::new(),
+            stack_size: config.stack_size,
+            slabs: Slabs::new(config.stack_size, config.guard_pages),
+            guard_pages: config.guard_pages,
+            stack_limits: StackLimits::new(config.max_stacks),
+            ready_order: config.ready_order,
+            affinity,
+            switch_cost_ns: config.switch_cost_ns,
+            overflows: AtomicU64::new(0),
+            stacks_mapped: AtomicU64::new(0),
+            counters,
+            counter_error: Mutex::new(None),
+            placement: crate::placement::state::PlacementState::new(n, shuffle),
+            id: next_runtime_id(),
+            abandoned: AtomicBool::new(false),
+            exited: Mutex::new(0),
+            exited_cv: Condvar::new(),
+            named: Mutex::new(HashMap::new()),
+            active: CachePadded::new(AtomicUsize::new(
+                config.adaptive.as_ref().map_or(n, |r| *r.start()),
+            )),
+            adaptive: config
+                .adaptive
+                .as_ref()
+                .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, config.cpus.len())),
+            tranquilizer: config
+                .tranquilizer
+                .clone()
+                .map(crate::tranquilizer::daemon::TranquilizerState::new),
+            node,
+            watch: crate::watch::state::Watch::new(config.watch, n),
+            bandwidth,
+        };
+        Ok((Arc::new(shared), deques))
+    }
+
     /// Runs `f` on the named-live-threads map.
     pub(crate) fn named_live<R>(&self, f: impl FnOnce(&mut HashMap<usize, Arc<str>>) -> R) -> R {
         f(&mut self.named.lock().unwrap_or_else(|e| e.into_inner()))
@@ -210,8 +292,8 @@ pub(crate) struct WorkerLocal {
     pub(crate) me: *const WorkerShared,
     pub(crate) deque: StartDeque,
     pub(crate) ready: UnsafeCell<ReadyQueue>,
-    pub(crate) stacks: UnsafeCell<Vec<GreenStack>>,
-    pub(crate) tasks: UnsafeCell<Vec<Pooled>>,
+    /// This worker's own level of the pools (`pool.rs`).
+    pub(crate) pools: LocalPools,
     pub(crate) ctx: ThreadCtx,
     /// Picks of local work left until the next fairness check (`worker/mod.rs`, `FAIR_TICK`).
     pub(crate) tick: Cell<u32>,
@@ -249,8 +331,7 @@ impl WorkerLocal {
                     .map(|a| (a.policy, a.workers[index].clone())),
                 &shared.workers[index].inbox,
             )),
-            stacks: UnsafeCell::new(Vec::new()),
-            tasks: UnsafeCell::new(Vec::new()),
+            pools: LocalPools::new(),
             ctx: ThreadCtx {
                 shared: Arc::as_ptr(shared),
                 worker: ptr::null(),

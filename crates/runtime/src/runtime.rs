@@ -1,26 +1,23 @@
 //! The runtime: its builder, worker threads, `block_on`, `spawn`, the global runtime, shutdown.
 
+use crate::config::{self, Config};
 use crate::counters::Counters;
 use crate::error::Error;
 use crate::handle::JoinHandle;
 use crate::job::RawJob;
 use crate::pin::{self, Pin};
-use crate::placement::shuffle::ShuffleState;
 use crate::placement::{PlacementStats, ShuffleConfig};
-use crate::ready::{self, ReadyOrder};
-use crate::registry::{Shared, WorkerLocal, WorkerShared};
-use crate::sleep::SleeperCount;
+use crate::ready::ReadyOrder;
+use crate::registry::{Shared, WorkerLocal};
 use crate::spawn::spawn_plain;
 use crate::stack::{check_stack_size, DEFAULT_STACK_SIZE};
 use crate::stats::RuntimeStats;
 use crate::{context, handle, registry};
-use crossbeam_deque::{Injector, Worker as Deque};
-use crossbeam_utils::CachePadded;
-use footprint_affinity::{Ledger, Topology, WorkerAffinity};
-use std::collections::HashMap;
+use crossbeam_deque::Worker as Deque;
+use footprint_affinity::Topology;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, OnceLock};
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -306,8 +303,17 @@ impl Builder {
         self
     }
 
-    /// Starts the workers.
+    /// Starts the workers: checks the settings and resolves what they leave open (a
+    /// `Config`), makes the runtime's state from it, then starts the workers and the
+    /// runtime's own threads.
     pub fn build(self) -> Result<Runtime, Error> {
+        let config = self.config()?;
+        let (shared, deques) = Shared::new(&config)?;
+        start(config, shared, deques)
+    }
+
+    /// Checks the settings and resolves them into a [`Config`]; starts and maps nothing.
+    fn config(&self) -> Result<Config, Error> {
         if self.workers == Some(0) {
             return Err(Error::ZeroWorkers);
         }
@@ -324,27 +330,9 @@ impl Builder {
             return Err(Error::StackLimit { limit: 0 });
         }
         let allowed = footprint_affinity::allowed_cpus().map_err(Error::Affinity)?;
+        let cpus = self.candidate_cpus(&allowed)?;
         let listed = self.cpus.is_some();
-        let cpus = match &self.cpus {
-            Some(c) if c.is_empty() => return Err(Error::NoCpus),
-            Some(c) => {
-                for &cpu in c {
-                    if !allowed.contains(&cpu) {
-                        return Err(Error::CpuNotAllowed {
-                            cpu,
-                            allowed: allowed.clone(),
-                        });
-                    }
-                }
-                c.clone()
-            }
-            None if allowed.is_empty() => vec![0],
-            None => allowed.clone(),
-        };
         let counters = self.counters.resolve()?;
-        if counters.timed {
-            crate::clock::init();
-        }
         // adaptive: `max` workers, `min` of them active at first.
         if let Some(r) = &self.adaptive {
             crate::adaptive::state::check_range(r, cpus.len())?;
@@ -377,180 +365,148 @@ impl Builder {
                 max: allowed_n * MAX_WORKERS_PER_CPU,
             });
         }
-        if n > SAY_STARTING_ABOVE {
-            // Thousands of OS threads take seconds to start: say so rather than go quiet.
-            eprintln!(
-                "footprint: starting {n} worker threads on {} CPUs (oversubscribe(true)); this can take a while",
-                cpus.len()
-            );
-        }
         let worker_cpu: Vec<usize> = match listed {
             true => (0..n).map(|i| cpus[i % cpus.len()]).collect(),
             false => pin::worker_cpus(pin, &cores, n),
         };
-        let pinned = pin != Pin::Off;
-        let node = match self.co_schedule.clone() {
-            Some(c) => Some(
-                crate::node::NodeState::new(c, n)
-                    .map_err(|reason| Error::InvalidConfig { reason })?,
-            ),
-            None => None,
-        };
         let topology = self.topology.clone().unwrap_or_else(Topology::detect);
-        let tiers = steal_tiers(&topology, &worker_cpu);
-
+        let steal_tiers = config::steal_tiers(&topology, &worker_cpu);
         let ready_order = self
             .ready_order
             .resolve(&topology, counters.source.is_some());
-        let affinity = ready_order.policy().map(|policy| {
-            let ledger = Arc::new(Ledger::for_last_level(&topology));
-            ready::RuntimeAffinity {
-                policy,
-                workers: (0..n)
-                    .map(|i| {
-                        let cpu = pinned.then_some(worker_cpu[i]);
-                        Arc::new(WorkerAffinity::new(i, cpu, ledger.clone()))
-                    })
-                    .collect(),
-            }
-        });
-
-        // The idle protocol's barrier pair is settled before any worker pushes or sleeps.
-        crate::sleep::barrier::init();
-        let deques: Vec<Deque<RawJob>> = (0..n).map(|_| Deque::new_lifo()).collect();
-        let workers: Box<[WorkerShared]> = deques
-            .iter()
-            .zip(tiers)
-            .enumerate()
-            .map(|(i, (d, t))| WorkerShared::new(d.stealer(), pinned.then_some(worker_cpu[i]), t))
-            .collect();
-        let bandwidth = Arc::new(crate::bandwidth::state::BandwidthState::new(
-            n,
-            counters.source.is_some(),
-            &counters.describe,
-        ));
-        let shared = Arc::new(Shared {
-            workers,
-            injector: Injector::new(),
-            sleepers: CachePadded::new(SleeperCount::new()),
-            idle: CachePadded::new(AtomicUsize::new(0)),
-            shutdown: AtomicBool::new(false),
-            ext_spawned: AtomicU64::new(0),
-            ext_finished: AtomicU64::new(0),
-            loops: Default::default(),
-            stack_pool: crate::sync::Mutex::new(Vec::new()),
-            task_pool: crate::sync::Mutex::new(Vec::new()),
-            stack_size: self.stack_size,
-            slabs: crate::stack::Slabs::new(self.stack_size, self.guard_pages),
-            guard_pages: self.guard_pages,
-            stack_limits: crate::stack::StackLimits::new(self.max_stacks),
-            ready_order,
-            affinity,
-            switch_cost_ns: self.switch_cost_ns,
-            overflows: AtomicU64::new(0),
-            stacks_mapped: AtomicU64::new(0),
-            counters,
-            counter_error: Mutex::new(None),
-            placement: crate::placement::state::PlacementState::new(
-                n,
-                self.shuffling
-                    .clone()
-                    .map(|c| ShuffleState::new(c, &topology, &worker_cpu)),
-            ),
-            id: crate::registry::next_runtime_id(),
-            abandoned: AtomicBool::new(false),
-            exited: Mutex::new(0),
-            exited_cv: Condvar::new(),
-            named: Mutex::new(HashMap::new()),
-            active: CachePadded::new(AtomicUsize::new(
-                self.adaptive.as_ref().map_or(n, |r| *r.start()),
-            )),
-            adaptive: self
-                .adaptive
-                .as_ref()
-                .map(|r| crate::adaptive::state::AdaptiveState::new(r, n, cpus.len())),
-            tranquilizer: self
-                .tranquilizer
-                .clone()
-                .map(crate::tranquilizer::daemon::TranquilizerState::new),
-            node,
-            watch: crate::watch::state::Watch::new(
-                crate::watch::WatchConfig {
-                    hang_after: self.watchdog,
-                    blocking_after: self.blocking_warning,
-                },
-                n,
-            ),
-            bandwidth,
-        });
-        if shared.placement.shuffle.is_some() {
-            crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
-        }
-
-        crate::overflow::install_handler();
-        let (tx, rx) = mpsc::channel::<Result<(), Error>>();
-        let mut threads = Vec::with_capacity(n);
-        let mut first_err = None;
-        for (i, deque) in deques.into_iter().enumerate() {
-            let sh = shared.clone();
-            let tx = tx.clone();
-            let cpu = pinned.then_some(worker_cpu[i]);
-            let spawned = std::thread::Builder::new()
-                .name(format!("{}-{i}", self.thread_name))
-                .spawn(move || worker_main(sh, i, deque, cpu, tx));
-            match spawned {
-                Ok(h) => threads.push(h),
-                Err(e) => {
-                    first_err = Some(Error::Spawn(e));
-                    break;
-                }
-            }
-        }
-        drop(tx);
-        for _ in 0..threads.len() {
-            match rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => break,
-            }
-        }
-        if first_err.is_none() && shared.tranquilizer.is_some() {
-            if let Err(e) = crate::tranquilizer::daemon::start(&shared) {
-                first_err = Some(Error::Spawn(e));
-            }
-        }
-        if first_err.is_none() && shared.node.is_some() {
-            if let Err(reason) = crate::node::start_member(&shared) {
-                first_err = Some(Error::InvalidConfig { reason });
-            }
-        }
-        if first_err.is_none() {
-            if let Err(e) = crate::watch::start(&shared) {
-                first_err = Some(Error::Spawn(e));
-            }
-        }
-        if first_err.is_none() && shared.adaptive.is_some() {
-            if let Err(e) = crate::adaptive::thread::start(shared.clone()) {
-                first_err = Some(Error::Spawn(e));
-            }
-        }
-        LIVE_RUNTIMES.fetch_add(1, Ordering::Relaxed);
-        let rt = Runtime {
-            shared,
-            threads,
-            topology,
+        Ok(Config {
+            workers: n,
+            cpus,
             worker_cpu,
-        };
-        match first_err {
-            Some(e) => Err(e), // dropping `rt` stops the workers that did start
-            None => {
-                crate::trace::built(rt.shared.id, &rt.worker_cpus());
-                Ok(rt)
+            pinned: pin != Pin::Off,
+            topology,
+            steal_tiers,
+            ready_order,
+            counters,
+            stack_size: self.stack_size,
+            guard_pages: self.guard_pages,
+            max_stacks: self.max_stacks,
+            switch_cost_ns: self.switch_cost_ns,
+            thread_name: self.thread_name.clone(),
+            watch: crate::watch::WatchConfig {
+                hang_after: self.watchdog,
+                blocking_after: self.blocking_warning,
+            },
+            shuffling: self.shuffling.clone(),
+            adaptive: self.adaptive.clone(),
+            tranquilizer: self.tranquilizer.clone(),
+            co_schedule: self.co_schedule.clone(),
+        })
+    }
+
+    /// The CPUs the workers may use: the listed ones (each must be allowed), else the allowed
+    /// set (CPU 0 when the affinity mask could not be read).
+    fn candidate_cpus(&self, allowed: &[usize]) -> Result<Vec<usize>, Error> {
+        match &self.cpus {
+            Some(c) if c.is_empty() => Err(Error::NoCpus),
+            Some(c) => {
+                if let Some(&cpu) = c.iter().find(|cpu| !allowed.contains(cpu)) {
+                    return Err(Error::CpuNotAllowed {
+                        cpu,
+                        allowed: allowed.to_vec(),
+                    });
+                }
+                Ok(c.clone())
+            }
+            None if allowed.is_empty() => Ok(vec![0]),
+            None => Ok(allowed.to_vec()),
+        }
+    }
+}
+
+/// Starts a runtime whose state `shared` was made from `config`, with the owner ends of its
+/// workers' start deques: the shuffling monitor, the workers (each pinned, if so configured,
+/// before it reports in), then the tranquilizer, co-scheduling, watcher and adaptive
+/// controller threads. On an error the workers that did start are stopped (by dropping the
+/// runtime) and the first error is returned.
+fn start(
+    config: Config,
+    shared: Arc<Shared>,
+    deques: Vec<Deque<RawJob>>,
+) -> Result<Runtime, Error> {
+    if shared.counters.timed {
+        crate::clock::init();
+    }
+    // The idle protocol's barrier pair is settled before any worker pushes or sleeps.
+    crate::sleep::barrier::init();
+    if shared.placement.shuffle.is_some() {
+        crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
+    }
+    crate::overflow::install_handler();
+    let n = config.workers;
+    if n > SAY_STARTING_ABOVE {
+        // Thousands of OS threads take seconds to start: say so rather than go quiet.
+        eprintln!(
+            "footprint: starting {n} worker threads on {} CPUs (oversubscribe(true)); this can take a while",
+            config.cpus.len()
+        );
+    }
+    let (tx, rx) = mpsc::channel::<Result<(), Error>>();
+    let mut threads = Vec::with_capacity(n);
+    let mut first_err = None;
+    for (i, deque) in deques.into_iter().enumerate() {
+        let sh = shared.clone();
+        let tx = tx.clone();
+        let cpu = config.pinned_cpu(i);
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-{i}", config.thread_name))
+            .spawn(move || worker_main(sh, i, deque, cpu, tx));
+        match spawned {
+            Ok(h) => threads.push(h),
+            Err(e) => {
+                first_err = Some(Error::Spawn(e));
+                break;
             }
         }
     }
+    drop(tx);
+    for _ in 0..threads.len() {
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => break,
+        }
+    }
+    if first_err.is_none() {
+        first_err = start_services(&shared).err();
+    }
+    LIVE_RUNTIMES.fetch_add(1, Ordering::Relaxed);
+    let rt = Runtime {
+        shared,
+        threads,
+        topology: config.topology,
+        worker_cpu: config.worker_cpu,
+    };
+    match first_err {
+        Some(e) => Err(e), // dropping `rt` stops the workers that did start
+        None => {
+            crate::trace::built(rt.shared.id, &rt.worker_cpus());
+            Ok(rt)
+        }
+    }
+}
+
+/// Starts the runtime's own threads that its settings ask for, once its workers run: the
+/// tranquilizer's daemon, the co-scheduling member, the watcher, the adaptive controller.
+fn start_services(shared: &Arc<Shared>) -> Result<(), Error> {
+    if shared.tranquilizer.is_some() {
+        crate::tranquilizer::daemon::start(shared).map_err(Error::Spawn)?;
+    }
+    if shared.node.is_some() {
+        crate::node::start_member(shared).map_err(|reason| Error::InvalidConfig { reason })?;
+    }
+    crate::watch::start(shared).map_err(Error::Spawn)?;
+    if shared.adaptive.is_some() {
+        crate::adaptive::thread::start(shared.clone()).map_err(Error::Spawn)?;
+    }
+    Ok(())
 }
 
 impl Builder {
@@ -617,46 +573,6 @@ pub const MAX_WORKERS_PER_CPU: usize = 4;
 /// Worker counts above which `build` says on stderr that it starts them (an opted-in
 /// oversubscription: thousands of OS threads take seconds).
 const SAY_STARTING_ABOVE: usize = 1024;
-
-/// Worker indices to steal from, nearest first, for each worker.
-fn steal_tiers(topo: &Topology, worker_cpu: &[usize]) -> Vec<Vec<Vec<usize>>> {
-    let mut among: Vec<usize> = worker_cpu.to_vec();
-    among.sort_unstable();
-    among.dedup();
-    (0..worker_cpu.len())
-        .map(|i| {
-            let cpu = worker_cpu[i];
-            let mut tiers: Vec<Vec<usize>> = Vec::new();
-            let mut seen = vec![false; worker_cpu.len()];
-            seen[i] = true;
-            let same: Vec<usize> = (0..worker_cpu.len())
-                .filter(|&j| j != i && worker_cpu[j] == cpu)
-                .collect();
-            for &j in &same {
-                seen[j] = true;
-            }
-            if !same.is_empty() {
-                tiers.push(same);
-            }
-            for tier in topo.steal_order(cpu, &among) {
-                let ws: Vec<usize> = (0..worker_cpu.len())
-                    .filter(|&j| !seen[j] && tier.contains(&worker_cpu[j]))
-                    .collect();
-                for &j in &ws {
-                    seen[j] = true;
-                }
-                if !ws.is_empty() {
-                    tiers.push(ws);
-                }
-            }
-            let rest: Vec<usize> = (0..worker_cpu.len()).filter(|&j| !seen[j]).collect();
-            if !rest.is_empty() {
-                tiers.push(rest);
-            }
-            tiers
-        })
-        .collect()
-}
 
 fn worker_main(
     shared: Arc<Shared>,
@@ -871,7 +787,7 @@ impl Runtime {
     /// let _trimmed: usize = rt.trim_stacks();
     /// ```
     pub fn trim_stacks(&self) -> usize {
-        self.shared.trim_stacks()
+        self.shared.pools.trim_stacks()
     }
 
     /// Counters since the runtime started: totals, and per worker runs, parks, steals by

@@ -62,7 +62,7 @@
 pub(crate) mod barrier;
 pub(crate) mod word;
 
-pub(crate) use word::{wake_all, wake_many, wake_one, SleeperCount, Slept};
+pub(crate) use word::{wake_all, wake_many, wake_one, Slept};
 
 use crate::registry::{Shared, WorkerLocal};
 use std::sync::atomic::Ordering;

@@ -2,7 +2,7 @@
 //! entry, so that spawn-then-join (the joiner takes its own queue entry back) costs no atomic
 //! reference-count operations, and the pooled block ([`Pooled`]) that gives it up when dropped.
 //!
-//! The flag (`Task::spare_ref`) is touched only by the block's exclusive owner: the spawner
+//! The flag (`Task::spare_flag`) is touched only by the block's exclusive owner: the spawner
 //! before it publishes the block ([`entry_ref`]), the joiner that pops the block's own queue
 //! entry ([`keep_entry_ref`]), and its recycler (`pool::recycle`, [`release_spare`]). A block
 //! with a spare reference has no queue entry and no run reference, so only its handle's owner
@@ -41,7 +41,7 @@ pub(crate) unsafe fn entry_ref(t: &Arc<Task>) -> Arc<Task> {
     // SAFETY: per the contract the flag is ours; a spare reference is counted in the block's
     // strong count and held by nobody, so it may become this Arc.
     unsafe {
-        let spare = &mut *t.spare_ref.get();
+        let spare = t.spare_flag();
         if *spare {
             *spare = false;
             Arc::from_raw(Arc::as_ptr(t))
@@ -60,7 +60,7 @@ pub(crate) unsafe fn entry_ref(t: &Arc<Task>) -> Arc<Task> {
 #[inline]
 pub(crate) unsafe fn keep_entry_ref(entry: Arc<Task>) {
     // SAFETY: per the contract the flag is ours (a block that has a queue entry has no spare).
-    unsafe { *entry.spare_ref.get() = true };
+    unsafe { *entry.spare_flag() = true };
     std::mem::forget(entry);
 }
 
@@ -72,7 +72,7 @@ pub(crate) unsafe fn keep_entry_ref(entry: Arc<Task>) {
 pub(crate) unsafe fn release_spare(t: &Arc<Task>) {
     // SAFETY: per the contract; the spare reference is counted and held by nobody.
     unsafe {
-        let spare = &mut *t.spare_ref.get();
+        let spare = t.spare_flag();
         if *spare {
             *spare = false;
             Arc::decrement_strong_count(Arc::as_ptr(t));
@@ -86,7 +86,7 @@ mod tests {
 
     fn spare(t: &Arc<Task>) -> bool {
         // SAFETY: the test is the block's only user.
-        unsafe { *t.spare_ref.get() }
+        unsafe { *t.spare_flag() }
     }
 
     #[test]

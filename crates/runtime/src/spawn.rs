@@ -6,38 +6,55 @@ use crate::job::{Job, RawJob, StackJobHeader, StackJobRef};
 use crate::placement;
 use crate::pool::recycle_on;
 use crate::registry::{Shared, ThreadCtx, WorkerLocal};
-use crate::spare::{entry_ref, keep_entry_ref, Pooled};
+use crate::spare::{entry_ref, keep_entry_ref};
 use crate::task::{self, PlacementHints, Task};
 use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Creates a green thread for `f` on runtime `shared` and queues it: on the calling worker's
-/// start deque (or the injector off a worker), or, with placement `hints`, in the
-/// bound queue of the worker they name (`placement::place_new`).
+/// What a green thread is spawned with besides its closure. The default (no name, the
+/// runtime's stack size, no scope, no placement hints) is a plain `footprint::spawn`; the
+/// others set the fields they need (`SpawnOptions { scope, ..SpawnOptions::default() }`).
+#[derive(Default)]
+pub(crate) struct SpawnOptions {
+    /// Shown in panic and overflow reports, and listed while the thread lives
+    /// (`Shared::named`).
+    pub(crate) name: Option<Arc<str>>,
+    /// Usable stack bytes; `None`: the runtime's size.
+    pub(crate) stack_size: Option<usize>,
+    /// The scope that counts the thread (`join::scope`).
+    pub(crate) scope: Option<Arc<task::ScopeShared>>,
+    /// Placement hints: the thread goes to the bound queue of the worker they name.
+    pub(crate) hints: Option<Box<PlacementHints>>,
+}
+
+/// Creates a green thread for `f` on runtime `shared`, with a join handle, and queues it: on the
+/// calling worker's start deque (or the injector off a worker), or, with placement hints, in
+/// the bound queue of the worker they name (`placement::place_new`).
 ///
 /// `c` is the calling OS thread's context (`context::ctx_ptr()`, null off a runtime), passed in
 /// so that a caller that needed it to find the runtime does not read the thread-local twice.
 ///
 /// # Safety
-/// `f` (and its result, if `with_handle`) must stay valid until the task completes; callers
-/// with non-`'static` closures wait for completion before their borrows end. `c` was read on
-/// the calling OS thread since the caller last yielded or parked.
-#[allow(clippy::too_many_arguments)]
+/// `f` and its result must stay valid until the task completes; callers with non-`'static`
+/// closures wait for completion before their borrows end. `c` was read on the calling OS
+/// thread since the caller last yielded or parked.
 #[inline]
 pub(crate) unsafe fn spawn_raw<F, T>(
     c: *const ThreadCtx,
     shared: &Shared,
     f: F,
-    with_handle: bool,
-    name: Option<Arc<str>>,
-    stack_size: Option<usize>,
-    scope: Option<Arc<task::ScopeShared>>,
-    hints: Option<Box<PlacementHints>>,
+    opts: SpawnOptions,
 ) -> Arc<Task>
 where
     F: FnOnce() -> T,
 {
+    let SpawnOptions {
+        name,
+        stack_size,
+        scope,
+        hints,
+    } = opts;
     let stack_size = stack_size.unwrap_or(shared.stack_size);
     let rt: *const () = ptr::from_ref(shared).cast();
     // Registered before the task is published, so that its finish always finds the entry.
@@ -53,7 +70,7 @@ where
             let w = &*(*c).worker;
             let t = w.take_task();
             register(&t);
-            t.init(f, rt, with_handle, stack_size, name, scope, w.index);
+            t.init(f, rt, true, stack_size, name, scope, w.index);
             let s = &shared.workers[w.index].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             match hints {
@@ -68,15 +85,9 @@ where
             }
             t
         } else {
-            let t = shared
-                .task_pool
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop()
-                .map(Pooled::take)
-                .unwrap_or_else(crate::task::new_task);
+            let t = shared.pools.take_task();
             register(&t);
-            t.init(f, rt, with_handle, stack_size, name, scope, 0);
+            t.init(f, rt, true, stack_size, name, scope, 0);
             shared.ext_spawned.fetch_add(1, Ordering::Release);
             match hints {
                 None => {
@@ -93,8 +104,7 @@ where
     }
 }
 
-/// [`spawn_raw`] of a green thread with a handle and nothing else (no name, stack size, scope
-/// or hints), from wherever the caller runs.
+/// [`spawn_raw`] with the default [`SpawnOptions`], from wherever the caller runs.
 ///
 /// # Safety
 /// As for [`spawn_raw`]'s `f`.
@@ -108,11 +118,7 @@ where
             crate::context::ctx_ptr(),
             shared,
             f,
-            true,
-            None,
-            None,
-            None,
-            None,
+            SpawnOptions::default(),
         )
     }
 }
@@ -193,9 +199,7 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
             // A spawned thread its joiner already ran inline: the stale entry goes (and the
             // block back to the pool when the joiner is done with it).
             // SAFETY: `w` is the calling OS thread's worker (our contract).
-            Job::Task(t) if t.life.load(Ordering::Acquire) != task::LIFE_NEW => unsafe {
-                recycle_on(t, w)
-            },
+            Job::Task(t) if t.has_started() => unsafe { recycle_on(t, w) },
             // Newer than ours (spawned threads, other green threads' join halves): hand
             // them to this worker's inbox, where it or a thief runs them.
             other => others.push(other),
@@ -236,9 +240,7 @@ pub(crate) unsafe fn take_own_top(w: *const WorkerLocal, t: &Task) -> bool {
                     return true;
                 }
                 // A stale entry (see `take_back_stack_job`): the last reference recycles.
-                Some(Job::Task(top)) if top.life.load(Ordering::Acquire) != task::LIFE_NEW => {
-                    recycle_on(top, w)
-                }
+                Some(Job::Task(top)) if top.has_started() => recycle_on(top, w),
                 // Not ours: put it back on top of the LIFO deque, where it was.
                 Some(other) => {
                     w.deque.push(match other {
@@ -272,7 +274,7 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
     // published and are not changed by anyone else while it finishes.
     unsafe {
         let shared = &*t.runtime();
-        if (*t.hints.get()).is_some() || (*t.name.get()).is_some() {
+        if t.extras().has_hints() || t.has_name() {
             leave_finished(shared, t);
         }
         // Per our contract `w` is null or our live worker (its `me` is its `WorkerShared`).
@@ -297,10 +299,10 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
 unsafe fn leave_finished(shared: &Shared, t: &Task) {
     // SAFETY: per the contract (the caller holds the run reference).
     unsafe {
-        if (*t.hints.get()).is_some() {
+        if t.extras().has_hints() {
             placement::on_finish(shared, t);
         }
-        if (*t.name.get()).is_some() {
+        if t.has_name() {
             shared.named_live(|m| m.remove(&(ptr::from_ref(t) as usize)));
         }
     }

@@ -11,7 +11,6 @@
 use crate::accounting::ThreadAccount;
 use crate::sync::atomic::AtomicU8;
 use corosensei::{Coroutine, Yielder};
-use footprint_affinity::ThreadAffinity;
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -43,7 +42,10 @@ pub(crate) enum Exit {
 pub(crate) type Co = Coroutine<(), Reason, Exit, crate::stack::GreenStack>;
 pub(crate) type GreenYielder = Yielder<(), Reason>;
 
+pub(crate) mod extras;
 pub(crate) mod states;
+
+pub(crate) use extras::{PlacementHints, TaskExtras};
 
 pub(crate) use states::{HandleState, Latch, ParkState, ScopeCount};
 /// Lifecycle of a task (`states.rs`: `claim` moves it from new to running).
@@ -245,111 +247,76 @@ impl ScopeShared {
 }
 
 /// The control block of one green thread.
+///
+/// Its mechanism (lifecycle, handle and park states, the job/result slot, the waiter, scope,
+/// name, green-locals, the spare reference) is private to this module and changes only through
+/// the methods below, each a step of one hand-off protocol (`states.rs`). The fields marked
+/// *switch* are the worker loop's: it installs and takes the coroutine, stamps the worker and
+/// the accounting at every resumption (`worker/switch.rs`). The research state is one [`TaskExtras`]
+/// (`extras.rs`), written by the features that own it.
+///
+/// The field order is fixed (`repr(C)`) for the cache: the job slot fills the first line; the
+/// hand-off bytes (life, handle, park, class) share the last line only with fields that are
+/// rarely written (the registry slot, the nested count, the extras' tail with `bound`, which
+/// the joiner reads beside the handle), not with the accounting the switch writes.
+#[repr(C)]
 pub(crate) struct Task {
-    /// LIFE_* (`crate::sync`'s atomic: `states::claim` is model-checked).
-    pub(crate) life: AtomicU8,
-    /// Who owns the result (`states.rs`).
-    pub(crate) handle: HandleState,
-    /// The park permit (`states.rs`).
-    pub(crate) park: ParkState,
-    /// Published priority class (the scheduler hook's cell).
-    pub(crate) class: ClassCell,
-    /// The worker it last ran on.
+    /// The job, then its result (see [`Slot`]).
+    slot: UnsafeCell<Slot>,
+    /// Who joins it.
+    waiter: UnsafeCell<Option<Waiter>>,
+    name: UnsafeCell<Option<Arc<str>>>,
+    /// Switch: trap handler of the running coroutine (and, in `stack_limit`, the lowest address
+    /// of its stack mapping: the guard page), read by the SIGSEGV handler on the same OS thread.
+    pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
+    /// Switch: the worker it last ran on, stamped at every resumption.
     pub(crate) last_worker: AtomicUsize,
     /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
     /// so that the control block sits below the runtime state that pools it). Valid while the
     /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
     /// waits for them).
-    pub(crate) shared: UnsafeCell<*const ()>,
-    /// Who joins it.
-    pub(crate) waiter: UnsafeCell<Option<Waiter>>,
+    shared: UnsafeCell<*const ()>,
+    /// Switch: the coroutine, from the first resumption until the thread finishes.
     pub(crate) co: UnsafeCell<Option<Co>>,
+    /// Switch: the running coroutine's yielder ([`Task::suspend`]).
     pub(crate) yielder: UnsafeCell<*const GreenYielder>,
-    pub(crate) slot: UnsafeCell<Slot>,
-    pub(crate) vtable: UnsafeCell<&'static JobVtable>,
-    pub(crate) scope: UnsafeCell<Option<Arc<ScopeShared>>>,
-    pub(crate) name: UnsafeCell<Option<Arc<str>>>,
+    vtable: UnsafeCell<&'static JobVtable>,
+    scope: UnsafeCell<Option<Arc<ScopeShared>>>,
+    /// Switch: the stack size it asked for (the worker takes a stack of it).
     pub(crate) stack_size: UnsafeCell<usize>,
-    pub(crate) locals: UnsafeCell<Option<Box<Locals>>>,
-    /// Whether the job panicked (set on completion).
-    pub(crate) panicked: UnsafeCell<bool>,
-    /// Trap handler of the running coroutine and the lowest address of its stack mapping (the
-    /// guard page), read by the SIGSEGV handler on the same OS thread.
-    pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
+    locals: UnsafeCell<Option<Box<Locals>>>,
+    /// Switch: see `trap`.
     pub(crate) stack_limit: UnsafeCell<usize>,
+    /// Switch: run time, runs, migrations, steals, parked time, misses; written at the switches
+    /// by the worker holding the run reference (`worker/switch.rs`), read by `JoinHandle::stats` and
+    /// `current_stats`.
+    pub(crate) acct: ThreadAccount,
+    /// The research state (`extras.rs`).
+    extras: TaskExtras,
+    /// Its index in the control-block registry (`usize::MAX`: not listed).
+    registry_slot: AtomicUsize,
     /// Frames of this green thread that others may still reach: `join` halves it offered and
     /// has not taken back, and spawned threads it is running inline. While non-zero a stack
     /// overflow cannot be recovered (abandoning the stack would leave dangling references), so
     /// the overflow handler reports and aborts instead.
-    pub(crate) nested: std::cell::Cell<u32>,
-    /// The affinity policy's record of this thread (last worker, virtual-time stamp, miss
-    /// history, footprint). Touched only when the runtime orders its ready threads by a
-    /// [`ReadyOrder::Policy`](crate::ReadyOrder::Policy): written at every stop by the worker
-    /// holding the run reference, read for the ready key by whoever pushes it on a ready
-    /// structure (after the park/unpark or inbox hand-over, which orders the accesses).
-    /// Boxed on the first stop under a policy and kept with the pooled block, so the default
-    /// orders carry one word here, not 80 bytes (`None` reads as a thread that never ran).
-    pub(crate) affinity: UnsafeCell<Option<Box<ThreadAffinity>>>,
-    // accounting: run time, runs, migrations, steals, parked time, misses; written
-    // at the switches by the worker holding the run reference (`worker/switch.rs`), read by
-    // `JoinHandle::stats` and `current_stats`. Last, away from the fields the switch reads.
-    pub(crate) acct: ThreadAccount,
-    // placement: the placement hints of this thread (`GreenBuilder::fragment`,
-    // `partner`, `rival`, `set_fragment`). `None` for a thread without hints, so the wake path
-    // pays one load. Written by the creator before the thread is published, by the thread
-    // itself while it runs, and cleared when it finishes (`placement::on_finish`); read by
-    // whoever places it (after the park/unpark or queue hand-over, which orders the accesses).
-    pub(crate) hints: UnsafeCell<Option<Box<PlacementHints>>>,
-    /// Placed by a hint or `migrate_to` (it waits in a bound queue): its joiner must not run it
-    /// inline on the joiner's worker, which would defeat the placement.
-    pub(crate) bound: std::sync::atomic::AtomicBool,
+    nested: std::cell::Cell<u32>,
+    /// LIFE_* (`crate::sync`'s atomic: `states::claim` is model-checked). Switch: read by the
+    /// worker loop; changed only here.
+    pub(crate) life: AtomicU8,
+    /// Who owns the result (`states.rs`).
+    handle: HandleState,
+    /// The park permit (`states.rs`). Switch: the worker publishes `PARKED` after the switch.
+    pub(crate) park: ParkState,
+    /// Published priority class (the scheduler hook's cell).
+    pub(crate) class: ClassCell,
+    /// Whether the job panicked (set on completion).
+    panicked: UnsafeCell<bool>,
     /// The block's strong count includes one reference that no `Arc` holds: left by a joiner
     /// that took its own queue entry back (spawn, then join), it becomes the queue entry of the
     /// block's next spawn, which so costs no atomic increment and the join no decrement
-    /// (`pool.rs`: `entry_ref`, `keep_entry_ref`, `recycle`, `Pooled`). Touched only by the
-    /// block's exclusive owner: its spawner before publishing it, its joiner, its recycler.
-    pub(crate) spare_ref: UnsafeCell<bool>,
-    /// Shuffling (003): nanoseconds parked in locks (written by the thread itself), the home
-    /// worker a shuffling decision gave it (`usize::MAX`: none), and whether the monitor holds
-    /// it.
-    pub(crate) lock_wait_ns: std::sync::atomic::AtomicU64,
-    pub(crate) shuffle_home: AtomicUsize,
-    pub(crate) shuffle_monitored: std::sync::atomic::AtomicBool,
-    /// What it last parked on (`watch/record.rs`), and its index in the control-block registry
-    /// (`usize::MAX`: not listed).
-    pub(crate) wait: crate::watch::record::WaitRecord,
-    pub(crate) registry_slot: AtomicUsize,
-}
-
-// placement
-/// A green thread's placement hints (see `crate::placement`).
-#[derive(Clone, Default)]
-pub(crate) struct PlacementHints {
-    /// The data fragment it works on: `(id, bytes)` (001).
-    pub(crate) fragment: Option<(u64, usize)>,
-    /// Run on the same worker as this thread (004 §5.3, attract).
-    pub(crate) partner: Option<Arc<Task>>,
-    /// Run on another worker than this thread (004 §5.3, repulse).
-    pub(crate) rival: Option<Arc<Task>>,
-    /// The ready key of its fragment batch on its worker (smaller first).
-    pub(crate) batch_order: u64,
-}
-
-impl PlacementHints {
-    /// Whether any hint is set.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.fragment.is_none() && self.partner.is_none() && self.rival.is_none()
-    }
-}
-
-impl std::fmt::Debug for PlacementHints {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PlacementHints")
-            .field("fragment", &self.fragment)
-            .field("partner", &self.partner.is_some())
-            .field("rival", &self.rival.is_some())
-            .finish()
-    }
+    /// (`spare.rs`). Touched only by the block's exclusive owner: its spawner before publishing
+    /// it, its joiner, its recycler.
+    spare_ref: UnsafeCell<bool>,
 }
 
 // SAFETY: the non-atomic fields are accessed only by the holder of the task's "run reference"
@@ -363,28 +330,6 @@ unsafe impl Sync for Task {}
 static EMPTY_VTABLE: JobVtable = VtableFor::<fn(), ()>::VTABLE;
 
 impl Task {
-    /// The affinity record (see the field).
-    ///
-    /// # Safety
-    /// No one writes the record meanwhile (see the field).
-    #[inline]
-    pub(crate) unsafe fn affinity(&self) -> &ThreadAffinity {
-        static NEVER_RAN: ThreadAffinity = ThreadAffinity::new();
-        // SAFETY: per the contract.
-        unsafe { (*self.affinity.get()).as_deref().unwrap_or(&NEVER_RAN) }
-    }
-
-    /// The affinity record for writing, boxed on first use.
-    ///
-    /// # Safety
-    /// The caller holds the run reference (see the field).
-    #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn affinity_mut(&self) -> &mut ThreadAffinity {
-        // SAFETY: per the contract.
-        unsafe { (*self.affinity.get()).get_or_insert_with(|| Box::new(ThreadAffinity::new())) }
-    }
-
     pub(crate) fn new() -> Task {
         Task {
             life: AtomicU8::new(LIFE_NEW),
@@ -406,17 +351,17 @@ impl Task {
             trap: UnsafeCell::new(None),
             stack_limit: UnsafeCell::new(0),
             nested: std::cell::Cell::new(0),
-            affinity: UnsafeCell::new(None),
-            acct: ThreadAccount::default(),
-            hints: UnsafeCell::new(None),
-            bound: std::sync::atomic::AtomicBool::new(false),
             spare_ref: UnsafeCell::new(false),
-            lock_wait_ns: std::sync::atomic::AtomicU64::new(0),
-            shuffle_home: AtomicUsize::new(usize::MAX),
-            shuffle_monitored: std::sync::atomic::AtomicBool::new(false),
-            wait: Default::default(),
             registry_slot: AtomicUsize::new(usize::MAX),
+            extras: TaskExtras::new(),
+            acct: ThreadAccount::default(),
         }
+    }
+
+    /// The research state (see [`TaskExtras`]).
+    #[inline]
+    pub(crate) fn extras(&self) -> &TaskExtras {
+        &self.extras
     }
 
     /// Prepares a pooled control block for a new green thread running `f`.
@@ -459,13 +404,7 @@ impl Task {
             ptr::write(self.name.get(), name);
             *self.stack_size.get() = stack_size;
             *self.panicked.get() = false;
-            if let Some(a) = (*self.affinity.get()).as_deref_mut() {
-                *a = ThreadAffinity::new();
-            }
-            debug_assert!((*self.hints.get()).is_none());
-            self.bound.store(false, Ordering::Relaxed);
-            self.lock_wait_ns.store(0, Ordering::Relaxed);
-            self.shuffle_home.store(usize::MAX, Ordering::Relaxed);
+            self.extras.reset();
             let slot = self.slot.get();
             if fits::<Stored<F, T>>() {
                 ptr::write(slot.cast::<Stored<F, T>>(), Stored::Job(f));
@@ -520,6 +459,283 @@ impl Task {
                 s.task_done();
             }
         }
+    }
+
+    /// Completes a thread its joiner ran inline ([`Task::run_inline`]): as [`Task::complete`],
+    /// but the joiner holds the handle and nobody waits, so no `handle` bits are published (no
+    /// read-modify-write on the spawn-then-join path).
+    ///
+    /// # Safety
+    /// As for [`Task::complete`], and the caller holds the handle.
+    #[inline]
+    unsafe fn complete_joined(&self) {
+        // SAFETY: we hold the run reference and the handle (contract).
+        unsafe {
+            let scope = (*self.scope.get()).take();
+            self.life.store(LIFE_DONE, Ordering::Release);
+            if let Some(s) = scope {
+                s.task_done();
+            }
+        }
+    }
+
+    /// Whether the result is ready (Acquire: the result may be taken after it).
+    #[inline]
+    pub(crate) fn is_done(&self) -> bool {
+        self.handle.is_done()
+    }
+
+    /// Whether the thread was claimed (by a worker, its joiner or a blocking thread).
+    #[inline]
+    pub(crate) fn has_started(&self) -> bool {
+        self.life.load(Ordering::Acquire) != LIFE_NEW
+    }
+
+    /// Whether the thread's job has returned (its completion is published or under way).
+    #[inline]
+    pub(crate) fn has_finished(&self) -> bool {
+        self.life.load(Ordering::Acquire) == LIFE_DONE
+    }
+
+    /// Marks a never-started thread running that the caller already owns exclusively: a joiner
+    /// that popped its only queue entry (spawn, then join), or the creator of a thread for the
+    /// blocking pool, which no joiner may claim. No claim race, so no CAS.
+    ///
+    /// # Safety
+    /// The thread is `LIFE_NEW` and no one else can reach its run reference.
+    #[inline]
+    pub(crate) unsafe fn claim_owned(&self) {
+        self.life.store(LIFE_RUNNING, Ordering::Relaxed);
+    }
+
+    /// Runs a claimed, never-started thread on its joiner's stack and completes it. The joiner's
+    /// green-locals are set aside meanwhile, so the inline thread starts with its own (empty)
+    /// set, as it would on a stack of its own, and its frames count as nested in the joiner.
+    ///
+    /// # Safety
+    /// The caller holds this thread's run reference (claimed) and its handle; `joiner` is the
+    /// green thread calling (its control block is the same before and after the run, even if
+    /// the inline thread yields or parks and the worker under it changes).
+    ///
+    /// Always in line: it is the body of spawn-then-join's fast path (`handle.rs`), which an
+    /// out-of-line call here measurably slows.
+    #[inline(always)]
+    pub(crate) unsafe fn run_inline(&self, joiner: &Task) {
+        // SAFETY: per the contract the joiner's locals and nested count are the calling
+        // thread's, and this thread's run reference is ours.
+        unsafe {
+            let saved = (*joiner.locals.get()).take();
+            joiner.enter_nested();
+            self.run_job_in_place();
+            joiner.leave_nested();
+            joiner.clear_locals();
+            *joiner.locals.get() = saved;
+            self.complete_joined();
+        }
+    }
+
+    /// Registers `waiter` as the joiner to wake at completion. `false` when the thread completed
+    /// meanwhile: nothing stays registered, and the result is ready.
+    ///
+    /// # Safety
+    /// The caller owns the handle (the waiter cell is its until it publishes `H_WAITER`).
+    pub(crate) unsafe fn register_waiter(&self, waiter: Waiter) -> bool {
+        // SAFETY: per the contract.
+        unsafe { *self.waiter.get() = Some(waiter) };
+        if self.handle.register_waiter() {
+            return true;
+        }
+        // Completed meanwhile: the completer saw no waiter, so the cell is still ours.
+        // SAFETY: as above.
+        drop(unsafe { (*self.waiter.get()).take() });
+        false
+    }
+
+    /// Moves the result out and gives the handle up.
+    ///
+    /// # Safety
+    /// The caller owns the handle and saw [`Task::is_done`] (which publishes the result); `T` is
+    /// the job's result type.
+    #[inline]
+    pub(crate) unsafe fn take_result<T>(&self) -> std::thread::Result<T> {
+        let mut out = MaybeUninit::<std::thread::Result<T>>::uninit();
+        // SAFETY: per the contract we are the only one taking the result, and the vtable's `T`
+        // is ours.
+        unsafe {
+            let vt = *self.vtable.get();
+            (vt.take_result)(self.slot.get(), out.as_mut_ptr().cast());
+        }
+        self.handle.release();
+        // SAFETY: take_result initialised it.
+        unsafe { out.assume_init() }
+    }
+
+    /// Gives the handle up: whoever finishes last drops the result. When the thread had already
+    /// finished, the result is dropped here (a panic payload goes to `scope` when given) and
+    /// `true` says that the caller now recycles the block.
+    ///
+    /// # Safety
+    /// The caller owns the handle.
+    pub(crate) unsafe fn detach(&self, scope: Option<&ScopeShared>) -> bool {
+        if !self.handle.detach() {
+            return false;
+        }
+        // SAFETY: completion saw our handle and left the result to us.
+        unsafe {
+            let vt = *self.vtable.get();
+            if let Some(p) = (vt.dispose)(self.slot.get()) {
+                match scope {
+                    Some(s) => s.record_panic(p),
+                    None => drop_payload(p),
+                }
+            }
+        }
+        true
+    }
+
+    /// Suspends the running green thread (this one) back to its worker.
+    ///
+    /// # Safety
+    /// Called from inside this thread's coroutine (its yielder was set when it started and
+    /// stays valid while it runs).
+    #[inline]
+    pub(crate) unsafe fn suspend(&self, r: Reason) {
+        // SAFETY: per the contract.
+        unsafe {
+            let y = *self.yielder.get();
+            (*y).suspend(r);
+        }
+    }
+
+    /// One more frame of this (running) thread that others may reach (see `nested`).
+    #[inline]
+    pub(crate) fn enter_nested(&self) {
+        self.nested.set(self.nested.get() + 1);
+    }
+
+    /// The frame [`Task::enter_nested`] counted is gone.
+    #[inline]
+    pub(crate) fn leave_nested(&self) {
+        self.nested.set(self.nested.get() - 1);
+    }
+
+    /// Whether others may still reach frames of this thread (so that its stack cannot be
+    /// abandoned).
+    #[inline]
+    pub(crate) fn has_nested(&self) -> bool {
+        self.nested.get() != 0
+    }
+
+    /// The green-local value for `key`, created with `init` when missing; valid until the
+    /// thread's locals are cleared.
+    ///
+    /// # Safety
+    /// Called by the running thread itself (its locals are touched only by it).
+    pub(crate) unsafe fn local<T: 'static>(&self, key: usize, init: fn() -> T) -> *const T {
+        // SAFETY: per the contract; the borrow of the map ends here.
+        unsafe {
+            (*self.locals.get())
+                .get_or_insert_with(Default::default)
+                .get_or_init(key, init)
+        }
+    }
+
+    /// Drops the thread's green-locals (a panic of a destructor is swallowed).
+    ///
+    /// # Safety
+    /// Called by the thread itself at its end, or by its joiner after an inline run.
+    pub(crate) unsafe fn clear_locals(&self) {
+        // SAFETY: per the contract.
+        let locals = unsafe { (*self.locals.get()).take() };
+        if let Some(l) = locals {
+            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(move || drop(l))) {
+                drop_payload(p);
+            }
+        }
+    }
+
+    /// The runtime it belongs to, untyped (`Task::runtime` in `registry.rs` types it).
+    ///
+    /// # Safety
+    /// As for `Task::runtime`.
+    #[inline]
+    pub(crate) unsafe fn runtime_untyped(&self) -> *const () {
+        // SAFETY: per the contract, no write to `shared` runs concurrently.
+        unsafe { *self.shared.get() }
+    }
+
+    /// Whether the green thread has a name.
+    ///
+    /// # Safety
+    /// As for [`Task::name`].
+    #[inline]
+    pub(crate) unsafe fn has_name(&self) -> bool {
+        // SAFETY: per the contract.
+        unsafe { (*self.name.get()).is_some() }
+    }
+
+    /// The name, borrowed (no reference count: the overflow handler reads it in a signal
+    /// handler).
+    ///
+    /// # Safety
+    /// As for [`Task::name`]; the borrow ends before the block is recycled.
+    pub(crate) unsafe fn name_str(&self) -> Option<&str> {
+        // SAFETY: per the contract.
+        unsafe { (*self.name.get()).as_deref() }
+    }
+
+    /// Whether the block holds its coroutine (a thread that has not finished).
+    ///
+    /// # Safety
+    /// The caller holds the block's only reference.
+    #[inline]
+    pub(crate) unsafe fn has_coroutine(&self) -> bool {
+        // SAFETY: per the contract.
+        unsafe { (*self.co.get()).is_some() }
+    }
+
+    /// Whether a finished block still holds something a pooled one must not (a waiter, name,
+    /// scope, locals or hints: `Task::init` writes them without dropping the old values).
+    ///
+    /// # Safety
+    /// The caller holds the block's only reference.
+    #[inline]
+    pub(crate) unsafe fn holds_leftovers(&self) -> bool {
+        // SAFETY: per the contract.
+        unsafe {
+            (*self.waiter.get()).is_some()
+                || (*self.name.get()).is_some()
+                || (*self.scope.get()).is_some()
+                || (*self.locals.get()).is_some()
+                || self.extras.has_hints()
+        }
+    }
+
+    /// Drops what [`Task::holds_leftovers`] found.
+    ///
+    /// # Safety
+    /// The caller holds the block's only reference.
+    #[cold]
+    pub(crate) unsafe fn clear_leftovers(&self) {
+        // SAFETY: per the contract nobody else reaches the block.
+        unsafe {
+            *self.waiter.get() = None;
+            *self.name.get() = None;
+            *self.scope.get() = None;
+            *self.locals.get() = None;
+            *self.extras.hints.get() = None;
+        }
+    }
+
+    /// The block's spare-reference flag (`spare.rs`).
+    ///
+    /// # Safety
+    /// The caller is the block's exclusive owner (see the field).
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn spare_flag(&self) -> &mut bool {
+        // SAFETY: per the contract.
+        unsafe { &mut *self.spare_ref.get() }
     }
 
     /// Drops a job that never ran (runtime teardown) and completes the task with a "cancelled"

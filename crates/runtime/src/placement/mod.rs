@@ -29,7 +29,7 @@ use crate::context::{ctx_ptr, current_task_ptr};
 use crate::error::Error;
 use crate::job::Job;
 use crate::registry::{Shared, WorkerLocal};
-use crate::task::{PlacementHints, Reason, Task, LIFE_DONE};
+use crate::task::{PlacementHints, Reason, Task};
 use state::PlacementCounters;
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -71,7 +71,7 @@ pub(crate) fn here(shared: &Shared) -> Option<&WorkerLocal> {
 #[inline]
 pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> Route {
     // SAFETY: a woken thread is not running; its hints were written before the park hand-over.
-    if let Some(h) = unsafe { (*task.hints.get()).as_deref() } {
+    if let Some(h) = unsafe { (*task.extras().hints.get()).as_deref() } {
         if let Some(r) = hinted_route(shared, task, h, here) {
             return r;
         }
@@ -87,7 +87,7 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
 
 /// The worker a partner or rival runs on, `None` (counted) if it has finished.
 fn live_worker(shared: &Shared, other: &Task) -> Option<usize> {
-    if other.life.load(Ordering::Acquire) == LIFE_DONE {
+    if other.has_finished() {
         PlacementCounters::bump(&shared.placement.counters.finished_hint_ignored);
         return None;
     }
@@ -197,10 +197,10 @@ pub(crate) unsafe fn place_new(
         None
     };
     // SAFETY: exclusive per the contract.
-    unsafe { *task.hints.get() = Some(hints) };
-    task.bound.store(true, Ordering::Relaxed);
+    unsafe { *task.extras().hints.get() = Some(hints) };
+    task.extras().bound.store(true, Ordering::Relaxed);
     // SAFETY: as above; the hints were just stored.
-    let h = unsafe { (*task.hints.get()).as_deref().expect("stored") };
+    let h = unsafe { (*task.extras().hints.get()).as_deref().expect("stored") };
     route
         .or_else(|| hinted_route(shared, task, h, spawner))
         .unwrap_or(Route::Bound(spawner.unwrap_or(0), UNBATCHED))
@@ -212,7 +212,7 @@ pub(crate) unsafe fn place_new(
 /// The caller holds the run reference of the finished thread.
 pub(crate) unsafe fn on_finish(shared: &Shared, t: &Task) {
     // SAFETY: per the contract.
-    if let Some(h) = unsafe { (*t.hints.get()).take() } {
+    if let Some(h) = unsafe { (*t.extras().hints.get()).take() } {
         if h.fragment.is_some() {
             let mut b = shared.placement.batcher();
             b.remove(thread_id(t));
@@ -233,10 +233,7 @@ pub(crate) unsafe fn on_finish(shared: &Shared, t: &Task) {
 /// `t` is the calling green thread.
 unsafe fn migrate_current(t: *const Task, to: usize) {
     // SAFETY: per the contract we are inside t's coroutine.
-    unsafe {
-        let y = *(*t).yielder.get();
-        (*y).suspend(Reason::Migrate(to));
-    }
+    unsafe { (*t).suspend(Reason::Migrate(to)) }
 }
 
 /// Called by the worker when a green thread suspended with `Reason::Migrate(to)`: the thread
@@ -244,11 +241,11 @@ unsafe fn migrate_current(t: *const Task, to: usize) {
 pub(crate) fn finish_migrate(w: &WorkerLocal, task: Arc<Task>, to: usize) {
     let shared = w.shared();
     // SAFETY: the worker holds the run reference: the thread just suspended there.
-    let key = unsafe { (*task.hints.get()).as_deref() }
+    let key = unsafe { (*task.extras().hints.get()).as_deref() }
         .filter(|h| h.fragment.is_some())
         .map_or(UNBATCHED, |h| h.batch_order);
     PlacementCounters::bump(&shared.placement.counters.migrations);
-    task.bound.store(true, Ordering::Relaxed);
+    task.extras().bound.store(true, Ordering::Relaxed);
     enqueue(shared, Some(w), Route::Bound(to, key), task);
 }
 
@@ -328,7 +325,7 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
     }
     // SAFETY: a running thread's hints are written only by itself.
     unsafe {
-        let h = (*task.hints.get()).get_or_insert_with(Box::default);
+        let h = (*task.extras().hints.get()).get_or_insert_with(Box::default);
         h.fragment = Some((id, bytes));
         h.batch_order = p.order;
     }

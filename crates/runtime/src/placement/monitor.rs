@@ -56,7 +56,7 @@ pub(crate) fn timed_lock_park() {
     crate::parking::park_current();
     let waited = start.elapsed().as_nanos() as u64;
     // Written only by the thread itself.
-    let w = &t.lock_wait_ns;
+    let w = &t.extras().lock_wait_ns;
     w.store(w.load(Ordering::Relaxed) + waited, Ordering::Relaxed);
 }
 
@@ -82,7 +82,7 @@ pub fn record_lock_wait(ns: u64) {
     };
     if let Some(t) = crate::context::current_task_arc() {
         state.register(&t);
-        let w = &t.lock_wait_ns;
+        let w = &t.extras().lock_wait_ns;
         w.store(w.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
     }
 }

@@ -24,16 +24,14 @@
 //! ([`Builder::topology`](crate::Builder::topology)), restricted to the workers' CPUs; with no
 //! cache information (or one domain) there is nothing to shuffle and no round decides.
 
-use crate::task::{Task, LIFE_DONE};
+use crate::task::extras::NO_HOME;
+use crate::task::Task;
 use footprint_affinity::placement::shuffle::{plan_shuffle, ShuffleThread};
 use footprint_affinity::Topology;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// A thread's home when shuffling has not placed it.
-pub(crate) const NO_HOME: usize = usize::MAX;
 
 /// A scripted lock-time source: the lock-time fraction (`0..=1`) of the thread with this id
 /// (see [`current_thread_id`](crate::current_thread_id)) over the last interval, or `None` to
@@ -185,11 +183,11 @@ impl ShuffleState {
 
     /// Registers `t` for monitoring (once).
     pub(crate) fn register(&self, t: &Arc<Task>) {
-        if !t.shuffle_monitored.swap(true, Ordering::Relaxed) {
+        if !t.extras().shuffle_monitored.swap(true, Ordering::Relaxed) {
             let mut g = self.threads.lock().unwrap_or_else(|e| e.into_inner());
             g.push(Monitored {
                 task: t.clone(),
-                wait_at_start: t.lock_wait_ns.load(Ordering::Relaxed),
+                wait_at_start: t.extras().lock_wait_ns.load(Ordering::Relaxed),
             });
         }
     }
@@ -198,7 +196,7 @@ impl ShuffleState {
     /// home: the home, unless the hinted worker shares the home's domain.
     #[inline]
     pub(crate) fn redirect(&self, t: &Task, hinted: Option<usize>) -> Option<usize> {
-        let home = t.shuffle_home.load(Ordering::Relaxed);
+        let home = t.extras().shuffle_home.load(Ordering::Relaxed);
         if home == NO_HOME {
             return None;
         }
@@ -213,9 +211,12 @@ impl ShuffleState {
     pub(crate) fn decide(&self, n: usize, wall: Duration) -> Option<usize> {
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         threads.retain(|m| {
-            let live = m.task.life.load(Ordering::Acquire) != LIFE_DONE;
+            let live = !m.task.has_finished();
             if !live {
-                m.task.shuffle_monitored.store(false, Ordering::Relaxed);
+                m.task
+                    .extras()
+                    .shuffle_monitored
+                    .store(false, Ordering::Relaxed);
             }
             live
         });
@@ -223,7 +224,7 @@ impl ShuffleState {
         let records: Vec<ShuffleThread> = threads
             .iter_mut()
             .map(|m| {
-                let now = m.task.lock_wait_ns.load(Ordering::Relaxed);
+                let now = m.task.extras().lock_wait_ns.load(Ordering::Relaxed);
                 let measured = now.saturating_sub(m.wait_at_start) as f64 / wall_ns;
                 m.wait_at_start = now;
                 let id = super::thread_id(&m.task);
@@ -233,7 +234,7 @@ impl ShuffleState {
                     .as_ref()
                     .and_then(|s| s(id))
                     .unwrap_or(measured);
-                let home = m.task.shuffle_home.load(Ordering::Relaxed);
+                let home = m.task.extras().shuffle_home.load(Ordering::Relaxed);
                 let worker = if home == NO_HOME {
                     m.task.last_worker.load(Ordering::Relaxed) % n
                 } else {
@@ -257,7 +258,7 @@ impl ShuffleState {
                 // changes domain gets the new domain's workers in turn. Either way it is bound
                 // there (idle workers of other domains do not steal it back).
                 let home = if r.domain == d {
-                    let h = m.task.shuffle_home.load(Ordering::Relaxed);
+                    let h = m.task.extras().shuffle_home.load(Ordering::Relaxed);
                     if h == NO_HOME {
                         m.task.last_worker.load(Ordering::Relaxed) % n
                     } else {
@@ -268,7 +269,7 @@ impl ShuffleState {
                     let k = self.next_in_domain[d].fetch_add(1, Ordering::Relaxed);
                     ws[k % ws.len()]
                 };
-                m.task.shuffle_home.store(home, Ordering::Relaxed);
+                m.task.extras().shuffle_home.store(home, Ordering::Relaxed);
             }
         }
         let swaps = plan.swaps.len();

@@ -21,6 +21,6 @@ pub(crate) fn note_current(kind: WaitKind, addr: usize, at: Option<&'static Loca
             at,
         };
         // SAFETY: the running green thread's control block is alive while it runs.
-        unsafe { (*t).wait.note(w) };
+        unsafe { (*t).extras().wait.note(w) };
     }
 }

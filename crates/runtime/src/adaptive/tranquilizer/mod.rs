@@ -15,7 +15,7 @@
 //! - `stats.rs`: what it decided ([`TranquilizerStats`], in
 //!   [`RuntimeStats::tranquilizer`](crate::RuntimeStats::tranquilizer)).
 
-mod config;
+pub(crate) mod config;
 pub(crate) mod daemon;
 mod levers;
 mod pass;
