@@ -142,9 +142,8 @@ unsafe extern "C" fn handler(
         // SAFETY: the task runs on this OS thread (we interrupted it); its trap fields were set by
         // this thread before resuming it.
         unsafe {
-            if let Some(th) = *(*t).trap.get() {
+            if let Some((th, limit)) = (*t).trap_and_limit() {
                 let addr = (*info).si_addr() as usize;
-                let limit = *(*t).stack_limit.get();
                 let page = crate::sys::page_size();
                 if addr >= limit && addr < limit + page {
                     let recoverable = !(*t).has_nested();
@@ -173,7 +172,7 @@ unsafe extern "C" fn handler(
                         None => write_stderr(b"<unnamed>"),
                     }
                     write_stderr(b" overflowed its stack of ");
-                    write_usize(*(*t).stack_size.get());
+                    write_usize((*t).stack_size());
                     write_stderr(b" bytes");
                     if !recoverable {
                         write_stderr(b" inside a join (its stack is still referenced, so it cannot be abandoned)");

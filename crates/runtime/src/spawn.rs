@@ -160,7 +160,7 @@ pub(crate) unsafe fn take_back_stack_job(
     // SAFETY: per the contract; a green thread that still runs on `pushed_on` runs on `w`'s OS
     // thread, so the owner-only deque is ours to pop.
     unsafe {
-        if (*owner).last_worker.load(Ordering::Relaxed) != pushed_on {
+        if (*owner).last_worker() != pushed_on {
             return false;
         }
         let w = &*w;

@@ -268,25 +268,25 @@ pub(crate) struct Task {
     name: UnsafeCell<Option<Arc<str>>>,
     /// Switch: trap handler of the running coroutine (and, in `stack_limit`, the lowest address
     /// of its stack mapping: the guard page), read by the SIGSEGV handler on the same OS thread.
-    pub(crate) trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
+    trap: UnsafeCell<Option<corosensei::trap::CoroutineTrapHandler<Exit>>>,
     /// Switch: the worker it last ran on, stamped at every resumption.
-    pub(crate) last_worker: AtomicUsize,
+    last_worker: AtomicUsize,
     /// The runtime it belongs to (its `registry::Shared`, read with `Task::runtime`; untyped here
     /// so that the control block sits below the runtime state that pools it). Valid while the
     /// task is not finished (a runtime outlives its unfinished green threads: `Runtime::drop`
     /// waits for them).
     shared: UnsafeCell<*const ()>,
     /// Switch: the coroutine, from the first resumption until the thread finishes.
-    pub(crate) co: UnsafeCell<Option<Co>>,
+    co: UnsafeCell<Option<Co>>,
     /// Switch: the running coroutine's yielder ([`Task::suspend`]).
-    pub(crate) yielder: UnsafeCell<*const GreenYielder>,
+    yielder: UnsafeCell<*const GreenYielder>,
     vtable: UnsafeCell<&'static JobVtable>,
     scope: UnsafeCell<Option<Arc<ScopeShared>>>,
     /// Switch: the stack size it asked for (the worker takes a stack of it).
-    pub(crate) stack_size: UnsafeCell<usize>,
+    stack_size: UnsafeCell<usize>,
     locals: UnsafeCell<Option<Box<Locals>>>,
     /// Switch: see `trap`.
-    pub(crate) stack_limit: UnsafeCell<usize>,
+    stack_limit: UnsafeCell<usize>,
     /// Switch: run time, runs, migrations, steals, parked time, misses; written at the switches
     /// by the worker holding the run reference (`worker/switch.rs`), read by `JoinHandle::stats` and
     /// `current_stats`.
@@ -330,6 +330,104 @@ unsafe impl Sync for Task {}
 static EMPTY_VTABLE: JobVtable = VtableFor::<fn(), ()>::VTABLE;
 
 impl Task {
+    // The switch: what the worker holding the run reference installs, reads and takes back
+    // around a resumption (`worker/switch.rs`), and what the overflow handler reads.
+
+    /// Whether the thread has its coroutine (it started and has not finished).
+    ///
+    /// # Safety
+    /// The caller holds the run reference (or the block's only reference).
+    #[inline(always)]
+    pub(crate) unsafe fn has_coroutine(&self) -> bool {
+        // SAFETY: per the contract the switch fields are the caller's.
+        unsafe { (*self.co.get()).is_some() }
+    }
+
+    /// The thread's coroutine, to resume.
+    ///
+    /// # Safety
+    /// The caller holds the run reference, the thread has its coroutine, and no other borrow of
+    /// it is live.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn coroutine(&self) -> &mut Co {
+        // SAFETY: per the contract.
+        unsafe { (*self.co.get()).as_mut().expect("coroutine present") }
+    }
+
+    /// Gives the thread its coroutine, whose stack's guard page starts at `stack_limit`; the
+    /// overflow handler finds both here.
+    ///
+    /// # Safety
+    /// The caller holds the run reference and the thread has no coroutine.
+    #[inline]
+    pub(crate) unsafe fn install_coroutine(&self, co: Co, stack_limit: usize) {
+        // SAFETY: per the contract the switch fields are the caller's.
+        unsafe {
+            *self.stack_limit.get() = stack_limit;
+            *self.trap.get() = Some(co.trap_handler());
+            *self.co.get() = Some(co);
+        }
+    }
+
+    /// Takes the finished thread's coroutine back (its stack goes back to a pool).
+    ///
+    /// # Safety
+    /// The caller holds the run reference and the coroutine has returned.
+    #[inline]
+    pub(crate) unsafe fn take_coroutine(&self) -> Co {
+        // SAFETY: per the contract the switch fields are the caller's.
+        unsafe {
+            *self.trap.get() = None;
+            (*self.co.get()).take().expect("coroutine present")
+        }
+    }
+
+    /// The trap handler and the guard page's address of the running coroutine, for the
+    /// overflow handler.
+    ///
+    /// # Safety
+    /// Called on the OS thread that runs this thread's coroutine (which set them before
+    /// resuming it).
+    #[inline]
+    pub(crate) unsafe fn trap_and_limit(
+        &self,
+    ) -> Option<(corosensei::trap::CoroutineTrapHandler<Exit>, usize)> {
+        // SAFETY: per the contract nothing writes them meanwhile.
+        unsafe { (*self.trap.get()).map(|th| (th, *self.stack_limit.get())) }
+    }
+
+    /// Records the running coroutine's yielder (its first frame does, once).
+    ///
+    /// # Safety
+    /// Called from the thread's own first frame; `y` lives as long as the coroutine.
+    #[inline]
+    pub(crate) unsafe fn set_yielder(&self, y: *const GreenYielder) {
+        // SAFETY: per the contract.
+        unsafe { *self.yielder.get() = y };
+    }
+
+    /// The stack size it asked for.
+    ///
+    /// # Safety
+    /// The caller holds the run reference (or the thread runs on its OS thread).
+    #[inline]
+    pub(crate) unsafe fn stack_size(&self) -> usize {
+        // SAFETY: written by `init` before the thread was published, not changed after.
+        unsafe { *self.stack_size.get() }
+    }
+
+    /// The worker it last ran on.
+    #[inline(always)]
+    pub(crate) fn last_worker(&self) -> usize {
+        self.last_worker.load(Ordering::Relaxed)
+    }
+
+    /// Stamps the worker about to resume it.
+    #[inline(always)]
+    pub(crate) fn set_last_worker(&self, worker: usize) {
+        self.last_worker.store(worker, Ordering::Relaxed);
+    }
     pub(crate) fn new() -> Task {
         Task {
             life: AtomicU8::new(LIFE_NEW),
@@ -682,16 +780,6 @@ impl Task {
     pub(crate) unsafe fn name_str(&self) -> Option<&str> {
         // SAFETY: per the contract.
         unsafe { (*self.name.get()).as_deref() }
-    }
-
-    /// Whether the block holds its coroutine (a thread that has not finished).
-    ///
-    /// # Safety
-    /// The caller holds the block's only reference.
-    #[inline]
-    pub(crate) unsafe fn has_coroutine(&self) -> bool {
-        // SAFETY: per the contract.
-        unsafe { (*self.co.get()).is_some() }
     }
 
     /// Whether a finished block still holds something a pooled one must not (a waiter, name,

@@ -77,7 +77,7 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
         }
     }
     let n = shared.workers.len();
-    let home = task.last_worker.load(Ordering::Relaxed) % n;
+    let home = task.last_worker() % n;
     match here {
         Some(h) if h == home => Route::Local,
         Some(_) if shared.workers[home].sleep.is_sleeping() => Route::Local,
@@ -91,7 +91,7 @@ fn live_worker(shared: &Shared, other: &Task) -> Option<usize> {
         PlacementCounters::bump(&shared.placement.counters.finished_hint_ignored);
         return None;
     }
-    Some(other.last_worker.load(Ordering::Relaxed) % shared.workers.len())
+    Some(other.last_worker() % shared.workers.len())
 }
 
 /// The route a thread's hints ask for (fragment first, then partner, then rival); `None` when
@@ -118,7 +118,7 @@ fn hinted_route(
     if let Some(r) = &h.rival {
         if let Some(rw) = live_worker(shared, r) {
             PlacementCounters::bump(&c.rival_placements);
-            let home = here.unwrap_or(task.last_worker.load(Ordering::Relaxed) % n);
+            let home = here.unwrap_or(task.last_worker() % n);
             let w = if home != rw || n == 1 {
                 home
             } else {

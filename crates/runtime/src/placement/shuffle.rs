@@ -236,7 +236,7 @@ impl ShuffleState {
                     .unwrap_or(measured);
                 let home = m.task.extras().shuffle_home.load(Ordering::Relaxed);
                 let worker = if home == NO_HOME {
-                    m.task.last_worker.load(Ordering::Relaxed) % n
+                    m.task.last_worker() % n
                 } else {
                     home
                 };
@@ -260,7 +260,7 @@ impl ShuffleState {
                 let home = if r.domain == d {
                     let h = m.task.extras().shuffle_home.load(Ordering::Relaxed);
                     if h == NO_HOME {
-                        m.task.last_worker.load(Ordering::Relaxed) % n
+                        m.task.last_worker() % n
                     } else {
                         h
                     }

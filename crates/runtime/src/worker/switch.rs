@@ -33,7 +33,7 @@ impl WorkerLocal {
     pub(super) fn run_task(&self, mut task: Arc<Task>) -> Option<Job> {
         // SAFETY: we hold the task's run reference, so its plain fields are ours.
         unsafe {
-            if (*task.co.get()).is_none() {
+            if !task.has_coroutine() {
                 match self.start(task) {
                     Some(started) => task = started,
                     None => return self.next_local(false),
@@ -41,20 +41,19 @@ impl WorkerLocal {
             }
             loop {
                 let t: &Task = &task;
-                let co = &mut *t.co.get();
                 debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
                 bump(&self.me().acct.runs, 1);
                 if self.timed {
                     self.begin_run(t);
                 }
-                t.last_worker.store(self.index, Ordering::Relaxed);
+                t.set_last_worker(self.index);
                 self.ctx
                     .current
                     .store(ptr::from_ref(t).cast_mut(), Ordering::Relaxed);
                 // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
                 // block (the cell's owner) outlives that: we hold its run reference.
                 crate::hook::publish_running(self.me(), &t.class);
-                let co = co.as_mut().expect("coroutine present");
+                let co = t.coroutine();
                 // Two resume sites used in turn (see `resume_at_site_0`).
                 let site = self.resume_site.get();
                 self.resume_site.set(!site);
@@ -74,7 +73,7 @@ impl WorkerLocal {
                     match self.next_after_yield(task, misses) {
                         // A yield to another started thread (two threads taking turns): resumed
                         // right here, without a round trip through `run`.
-                        Some(Job::Task(next)) if (*next.co.get()).is_some() => {
+                        Some(Job::Task(next)) if next.has_coroutine() => {
                             task = next;
                             continue;
                         }
@@ -117,14 +116,13 @@ impl WorkerLocal {
         }
         // SAFETY: per the contract the plain fields are ours.
         unsafe {
-            let size = *t.stack_size.get();
+            let size = t.stack_size();
             match self.take_stack(size) {
                 Ok(stack) => {
                     let tp = t as *const Task as usize;
-                    *t.stack_limit.get() = corosensei::stack::Stack::limit(&stack).get();
+                    let limit = corosensei::stack::Stack::limit(&stack).get();
                     let c = Co::with_stack(stack, move |y, ()| green_entry(tp, y));
-                    *t.trap.get() = Some(c.trap_handler());
-                    *t.co.get() = Some(c);
+                    t.install_coroutine(c, limit);
                     Some(task)
                 }
                 Err(e) => {
@@ -153,9 +151,8 @@ impl WorkerLocal {
         self.tick_stale.set(true);
         // SAFETY: per the contract the plain fields are ours.
         unsafe {
-            *t.trap.get() = None;
-            let co = (*t.co.get()).take().expect("coroutine present");
-            let size = *t.stack_size.get();
+            let co = t.take_coroutine();
+            let size = t.stack_size();
             if exit == Exit::Overflow {
                 let msg = format!(
                     "footprint: green thread {} overflowed its stack of {size} bytes; give it a larger one with Builder::stack_size",
@@ -191,7 +188,7 @@ impl WorkerLocal {
         } else {
             self.run_start.get()
         };
-        let moved = t.last_worker.load(Ordering::Relaxed) != self.index;
+        let moved = t.last_worker() != self.index;
         t.acct.begin_run(now, moved, self.stolen.replace(false));
         // SAFETY: owner-only; no other borrow of the source is live.
         if let Some(src) = unsafe { &mut *self.source.get() } {
@@ -319,7 +316,7 @@ fn green_entry(tp: usize, y: &crate::task::GreenYielder) -> Exit {
     // SAFETY: the worker holds the run reference while the coroutine runs; the yielder lives on
     // this stack for the coroutine's whole life.
     unsafe {
-        *(*t).yielder.get() = y;
+        (*t).set_yielder(y);
         (*t).run_job_in_place();
         crate::local::clear_task_locals(&*t);
     }
