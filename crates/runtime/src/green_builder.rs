@@ -29,13 +29,15 @@ where
     T: Send + 'static,
 {
     // No builder: no name, size or hints to carry (and none to drop) on the hot path.
-    spawn_current(f, SpawnOptions::default()).unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
+    spawn_current(f, SpawnOptions::default).unwrap_or_else(|e| panic!("footprint::spawn: {e}"))
 }
 
 /// Spawns on the current runtime (the global one outside any runtime): [`spawn`] and
-/// [`GreenBuilder::spawn`].
+/// [`GreenBuilder::spawn`]. The options are made only once the spawn is admitted: made before,
+/// they were a struct kept in memory across the admission's error path, which cost a plain
+/// spawn + join ten instructions.
 #[inline(always)]
-fn spawn_current<F, T>(f: F, opts: SpawnOptions) -> Result<JoinHandle<T>, Error>
+fn spawn_current<F, T>(f: F, opts: impl FnOnce() -> SpawnOptions) -> Result<JoinHandle<T>, Error>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -51,7 +53,7 @@ where
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
     unsafe { (*s).stack_limits.admit()? };
     // SAFETY: as above; 'static closure and result; `c` was read just now on this OS thread.
-    let t = unsafe { spawn_raw(c, &*s, f, opts) };
+    let t = unsafe { spawn_raw(c, &*s, f, opts()) };
     Ok(JoinHandle {
         task: Some(t),
         _marker: PhantomData,
@@ -266,10 +268,10 @@ impl GreenBuilder {
             hints: (!self.hints.is_empty()).then(|| Box::new(self.hints)),
         };
         match self.traffic {
-            None => spawn_current(f, opts),
+            None => spawn_current(f, move || opts),
             Some(bytes) => spawn_current(
                 crate::bandwidth::thread::with_declared_traffic(bytes, f),
-                opts,
+                move || opts,
             ),
         }
     }
