@@ -210,8 +210,11 @@ fn current_tag() -> ThreadTag {
 
 pub(crate) struct Chan<T> {
     /// The buffer's length, published at every change under the lock, for a spinning waiter
-    /// to read without taking the lock (see `spin.rs`); advisory only.
-    len: crate::sync::AtomicUsize,
+    /// to read without taking the lock (see `spin.rs`); advisory only. A std atomic under loom
+    /// too: a model atomic would add a scheduling point inside the lock's critical section,
+    /// where loom's `unpark` of a thread blocked on its mutex (a select's left-over wake-up)
+    /// breaks loom's own bookkeeping ("expected to be able to acquire lock").
+    len: AtomicUsize,
     state: SpinLock<State<T>>,
     /// Buffer places; `usize::MAX` for an unbounded channel.
     cap: usize,
@@ -310,7 +313,7 @@ impl<T> Chan<T> {
                 sender_spinning: false,
                 receiver_spinning: false,
             }),
-            len: crate::sync::AtomicUsize::new(0),
+            len: AtomicUsize::new(0),
             cap: cap.unwrap_or(usize::MAX),
             sender_count: AtomicUsize::new(1),
             receiver_count: AtomicUsize::new(1),
