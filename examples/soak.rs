@@ -82,6 +82,7 @@ const OPS: &[(&str, Op)] = &[
     ("sleep", op_sleep),
     ("panicking_messages", op_panicking_messages),
     ("many_per_worker", op_many_per_worker),
+    ("channel_spin", op_channel_spin),
     // Add channels / RwLock / OnceLock here when they are on main.
 ];
 
@@ -307,6 +308,69 @@ fn op_many_per_worker(rng: &mut Rng, rt: &Runtime) {
             );
         }
     }
+}
+
+/// Puts the kernel's oversubscription signal back to sampling when dropped (also when the
+/// operation's check panics).
+struct SampleAgain;
+
+impl Drop for SampleAgain {
+    fn drop(&mut self) {
+        footprint::locks::os::force_oversubscribed(None);
+    }
+}
+
+/// A channel pipeline with one green thread per stage (producer → `bounded(cap)` → stage →
+/// `bounded(cap)` → consumer), the kernel's oversubscription signal forced off: the first
+/// waiter of a side spins while the other side runs on another worker, then tries again
+/// before it parks (on a loaded machine no waiter would spin). Blocking or timed operations
+/// (long timeouts, never expiring). Checks: the exact count and sum, in order.
+fn op_channel_spin(rng: &mut Rng, rt: &Runtime) {
+    let cap = rng.range(1, 8) as usize;
+    let messages = rng.range(0, 5000);
+    let timed = rng.range(0, 1) == 1;
+    set_detail(format!(
+        "channel_spin cap={cap} messages={messages} timed={timed}"
+    ));
+    footprint::locks::os::force_oversubscribed(Some(false));
+    let _again = SampleAgain;
+    let long = Duration::from_secs(600);
+    let (n, sum) = rt.block_on(move || {
+        let (tx1, rx1) = footprint::channel::bounded::<u64>(cap);
+        let (tx2, rx2) = footprint::channel::bounded::<u64>(cap);
+        footprint::scope(|s| {
+            s.spawn(move || {
+                for v in 0..messages {
+                    if timed {
+                        tx1.send_timeout(v, long).unwrap();
+                    } else {
+                        tx1.send(v).unwrap();
+                    }
+                }
+            });
+            s.spawn(move || {
+                while let Ok(v) = if timed {
+                    rx1.recv_timeout(long).map_err(|e| {
+                        assert!(e.is_disconnected(), "a 600 s timeout expired");
+                    })
+                } else {
+                    rx1.recv().map_err(|_| ())
+                } {
+                    tx2.send(2 * v).unwrap();
+                }
+            });
+            let (mut n, mut sum, mut last) = (0u64, 0u64, None);
+            for v in rx2.iter() {
+                assert!(last < Some(v), "{v} after {last:?}: out of order");
+                last = Some(v);
+                n += 1;
+                sum += v;
+            }
+            (n, sum)
+        })
+    });
+    assert_eq!(n, messages, "every message once");
+    assert_eq!(sum, messages * messages.saturating_sub(1), "pipeline sum");
 }
 
 fn op_condvar_queue(rng: &mut Rng, rt: &Runtime) {

@@ -232,36 +232,85 @@ fn barrier_green_arrival_queued_here() {
 /// Channel blocking path on green threads: two senders through one place, the receiver gets
 /// both (a sender parked on the full buffer is woken when a place frees, a receiver parked on
 /// the empty one when a message comes), with and without threads queued on the worker (the
-/// yields before a park).
-fn channel_green(queued: bool) {
-    green_model(
-        Answers {
-            run: RunState::Unknown,
-            queued,
-            running_elsewhere: 1,
-        },
-        || {
-            let (tx, rx) = channel::bounded::<usize>(1);
-            let tx2 = tx.clone();
-            let h1 = spawn_green(move || tx.send(1).unwrap());
-            let h2 = spawn_green(move || tx2.send(2).unwrap());
-            let a = rx.recv().unwrap();
-            let b = rx.recv().unwrap();
-            assert_eq!(a + b, 3);
-            h1.join().unwrap();
-            h2.join().unwrap();
-        },
-    );
+/// yields before a park), and with the other side running elsewhere or not (the first waiter
+/// of a side spins, then tries again from the start, before it links its node).
+fn channel_green(answers: Answers) {
+    green_model(answers, || {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let tx2 = tx.clone();
+        let h1 = spawn_green(move || tx.send(1).unwrap());
+        let h2 = spawn_green(move || tx2.send(2).unwrap());
+        let a = rx.recv().unwrap();
+        let b = rx.recv().unwrap();
+        assert_eq!(a + b, 3);
+        h1.join().unwrap();
+        h2.join().unwrap();
+    });
 }
 
 #[test]
 fn channel_green_nothing_queued() {
-    channel_green(false);
+    channel_green(Answers {
+        run: RunState::Unknown,
+        queued: false,
+        running_elsewhere: 1,
+    });
 }
 
 #[test]
 fn channel_green_queued_here() {
-    channel_green(true);
+    channel_green(Answers {
+        run: RunState::Unknown,
+        queued: true,
+        running_elsewhere: 1,
+    });
+}
+
+/// The other side's last thread runs on another worker: the first waiter of each side spins.
+#[test]
+fn channel_green_peer_running() {
+    channel_green(Answers {
+        run: RunState::RunningElsewhere,
+        queued: false,
+        running_elsewhere: 1,
+    });
+}
+
+/// The other side's last thread does not run: waiters park without spinning.
+#[test]
+fn channel_green_peer_not_running() {
+    channel_green(Answers {
+        run: RunState::NotRunning,
+        queued: false,
+        running_elsewhere: 0,
+    });
+}
+
+/// Two receivers wait on an empty channel while one sender sends two messages: the first may
+/// spin while the second links and parks (one spinner per side); each gets one message and
+/// nobody is left parked.
+#[test]
+fn channel_green_spinner_and_parked_receiver() {
+    green_model(
+        Answers {
+            run: RunState::RunningElsewhere,
+            queued: false,
+            running_elsewhere: 1,
+        },
+        || {
+            let (tx, rx) = channel::bounded::<usize>(1);
+            let rx2 = rx.clone();
+            let h = spawn_green(move || rx2.recv().unwrap());
+            let s = spawn_green(move || {
+                tx.send(1).unwrap();
+                tx.send(2).unwrap();
+            });
+            let a = rx.recv().unwrap();
+            let b = h.join().unwrap();
+            s.join().unwrap();
+            assert_eq!(a + b, 3);
+        },
+    );
 }
 
 /// Rendezvous on green threads: whichever side comes first parks, the other completes it.

@@ -12,10 +12,14 @@
 //! (`select!` evaluates it only once the arm is chosen), so a chosen send never waits. On a
 //! zero-capacity channel a plain send or receive also claims a blocked select on the other
 //! side, and a receive then waits for that select's message.
+//!
+//! Before a send or receive links its node, the first waiter of its side may spin outside the
+//! lock and try again from the start (`spin.rs`): the lists and hand-offs above do not change.
 
+use super::spin;
 use super::watch::{any_claimable, claim_first, Claimed, Payload, Token, Watch};
 use crate::handoff::{wake_all, Handoff, CANCELLED, CLAIMED, DISCONNECTED, DONE, RETRY, WAITING};
-use crate::hook::{current_hook, Unparker};
+use crate::hook::{current_hook, ThreadTag, Unparker};
 use crate::spin::SpinLock;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -78,6 +82,14 @@ struct State<T> {
     send_watchers: Vec<NonNull<Watch>>,
     /// Buffer places reserved by selects' chosen sends (their messages come later).
     reserved: usize,
+    /// The thread of the last send and of the last receive: the thread a waiter of the other
+    /// side waits for, asked about before it spins (see `spin.rs`).
+    last_sender: ThreadTag,
+    last_receiver: ThreadTag,
+    /// A sender (a receiver) spins outside the lock before it would link its node: the next
+    /// waiter of its side parks at once.
+    sender_spinning: bool,
+    receiver_spinning: bool,
 }
 
 impl<T> State<T> {
@@ -191,7 +203,18 @@ fn fire_observers(list: &mut Vec<NonNull<Watch>>) -> Vec<Unparker> {
     woken
 }
 
+/// The tag of the calling thread (none on a plain OS thread).
+fn current_tag() -> ThreadTag {
+    ThreadTag::of(crate::hook::scheduler_class_cell())
+}
+
 pub(crate) struct Chan<T> {
+    /// The buffer's length, published at every change under the lock, for a spinning waiter
+    /// to read without taking the lock (see `spin.rs`); advisory only. A std atomic under loom
+    /// too: a model atomic would add a scheduling point inside the lock's critical section,
+    /// where loom's `unpark` of a thread blocked on its mutex (a select's left-over wake-up)
+    /// breaks loom's own bookkeeping ("expected to be able to acquire lock").
+    len: AtomicUsize,
     state: SpinLock<State<T>>,
     /// Buffer places; `usize::MAX` for an unbounded channel.
     cap: usize,
@@ -285,11 +308,22 @@ impl<T> Chan<T> {
                 recv_watchers: Vec::new(),
                 send_watchers: Vec::new(),
                 reserved: 0,
+                last_sender: ThreadTag::NONE,
+                last_receiver: ThreadTag::NONE,
+                sender_spinning: false,
+                receiver_spinning: false,
             }),
+            len: AtomicUsize::new(0),
             cap: cap.unwrap_or(usize::MAX),
             sender_count: AtomicUsize::new(1),
             receiver_count: AtomicUsize::new(1),
         })
+    }
+
+    /// Publishes the buffer's length for spinning waiters (under the lock, after a change).
+    #[inline]
+    fn publish_len(&self, st: &State<T>) {
+        self.len.store(st.buf.len(), Ordering::Relaxed);
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {
@@ -301,46 +335,68 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn send(&self, msg: T, block: Block) -> Result<(), SendFail<T>> {
+        let me = current_tag();
+        let mut spun = false;
         let mut st = self.state.lock();
-        if st.no_receivers {
-            return Err(SendFail::Disconnected(msg));
-        }
-        if let Some(r) = st.receivers.pop_front() {
-            // SAFETY: a linked node is alive and ours to fill under the lock.
-            let u = unsafe {
-                let r = r.as_ref();
-                r.put(msg);
-                r.complete(DONE)
-            };
-            drop(st);
-            wake_all([u]);
-            return Ok(());
-        }
-        if self.cap == 0 {
-            // SAFETY: we hold the lock.
-            if let Some(claim) = unsafe { claim_first(&mut st.recv_watchers, std::ptr::null()) } {
+        loop {
+            if st.no_receivers {
+                return Err(SendFail::Disconnected(msg));
+            }
+            st.last_sender = me;
+            if let Some(r) = st.receivers.pop_front() {
+                // SAFETY: a linked node is alive and ours to fill under the lock.
+                let u = unsafe {
+                    let r = r.as_ref();
+                    r.put(msg);
+                    r.complete(DONE)
+                };
                 drop(st);
-                claim.deliver(Payload::new::<T>(Ok(msg)));
+                wake_all([u]);
                 return Ok(());
             }
-        }
-        if st.buf.len() + st.reserved < self.cap {
-            if self.cap == usize::MAX && st.buf.try_reserve(1).is_err() {
-                let len = st.buf.len();
-                drop(st);
-                panic!(
-                    "footprint::channel: out of memory growing an unbounded channel past {len} \
-                     messages; use channel::bounded to apply back-pressure"
-                );
+            if self.cap == 0 {
+                // SAFETY: we hold the lock.
+                if let Some(claim) = unsafe { claim_first(&mut st.recv_watchers, std::ptr::null()) }
+                {
+                    drop(st);
+                    claim.deliver(Payload::new::<T>(Ok(msg)));
+                    return Ok(());
+                }
             }
-            st.buf.push_back(msg);
-            let woken = fire(&mut st.recv_watchers);
-            drop(st);
-            wake_all(woken);
-            return Ok(());
-        }
-        if let Block::Never = block {
-            return Err(SendFail::Full(msg));
+            if st.buf.len() + st.reserved < self.cap {
+                if self.cap == usize::MAX && st.buf.try_reserve(1).is_err() {
+                    let len = st.buf.len();
+                    drop(st);
+                    panic!(
+                        "footprint::channel: out of memory growing an unbounded channel past \
+                         {len} messages; use channel::bounded to apply back-pressure"
+                    );
+                }
+                st.buf.push_back(msg);
+                self.publish_len(&st);
+                let woken = fire(&mut st.recv_watchers);
+                drop(st);
+                wake_all(woken);
+                return Ok(());
+            }
+            if let Block::Never = block {
+                return Err(SendFail::Full(msg));
+            }
+            // Full. The first waiting sender spins while the last receiver runs elsewhere, then
+            // tries again from the start (once).
+            if !spun && self.cap != 0 && st.senders.is_empty() && !st.sender_spinning {
+                let peer = st.last_receiver;
+                if spin::may_spin(peer) {
+                    spun = true;
+                    st.sender_spinning = true;
+                    drop(st);
+                    spin::spin_for(peer, || self.len.load(Ordering::Relaxed) < self.cap);
+                    st = self.state.lock();
+                    st.sender_spinning = false;
+                    continue;
+                }
+            }
+            break;
         }
         let node = Handoff::new(Some(msg));
         st.senders.push_back(NonNull::from(&node));
@@ -367,21 +423,32 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn recv(&self, block: Block) -> Result<T, RecvFail> {
+        let me = current_tag();
+        let mut spun = false;
         loop {
-            if let Some(done) = self.recv_once(block) {
+            if let Some(done) = self.recv_once(block, me, &mut spun) {
                 return done;
             }
-            // A select that had claimed us, or that we had claimed, dropped its chosen send.
+            // A select that had claimed us, or that we had claimed, dropped its chosen send; or
+            // the spin before parking ended.
         }
     }
 
-    /// One receive attempt; `None`: a claim was given up, try again.
-    fn recv_once(&self, block: Block) -> Option<Result<T, RecvFail>> {
+    /// One receive attempt; `None`: a claim was given up, or this receiver spun (`spun` set)
+    /// and tries again.
+    fn recv_once(
+        &self,
+        block: Block,
+        me: ThreadTag,
+        spun: &mut bool,
+    ) -> Option<Result<T, RecvFail>> {
         let mut st = self.state.lock();
+        st.last_receiver = me;
         if let Some(msg) = st.buf.pop_front() {
             // A place freed: the first waiting sender's message moves into the buffer, or a
             // watching select may send now.
             let woken = st.place_freed(self.cap);
+            self.publish_len(&st);
             drop(st);
             wake_all(woken);
             return Some(Ok(msg));
@@ -427,6 +494,20 @@ impl<T> Chan<T> {
         }
         if let Block::Never = block {
             return Some(Err(RecvFail::Empty));
+        }
+        // Empty. The first waiting receiver spins while the last sender runs elsewhere, then
+        // tries again from the start (once). Not on a zero-capacity channel: there a send
+        // waits for a linked receiver.
+        if !*spun && self.cap != 0 && st.receivers.is_empty() && !st.receiver_spinning {
+            let peer = st.last_sender;
+            if spin::may_spin(peer) {
+                *spun = true;
+                st.receiver_spinning = true;
+                drop(st);
+                spin::spin_for(peer, || self.len.load(Ordering::Relaxed) > 0);
+                self.state.lock().receiver_spinning = false;
+                return None;
+            }
         }
         let node = Handoff::new(None);
         st.receivers.push_back(NonNull::from(&node));
@@ -515,6 +596,7 @@ impl<T> Chan<T> {
                     return Ok(());
                 }
                 st.buf.push_back(msg);
+                self.publish_len(&st);
                 let woken = fire(&mut st.recv_watchers);
                 drop(st);
                 wake_all(woken);
@@ -541,6 +623,7 @@ impl<T> Chan<T> {
         let mut st = self.state.lock();
         st.reserved -= 1;
         let woken = st.place_freed(self.cap);
+        self.publish_len(&st);
         drop(st);
         wake_all(woken);
     }
@@ -622,6 +705,7 @@ impl<T> Chan<T> {
         let wake = complete_all(&mut st.senders);
         let woken = fire(&mut st.send_watchers);
         let buffered = std::mem::take(&mut st.buf);
+        self.publish_len(&st);
         drop(st);
         wake_all(wake);
         wake_all(woken);

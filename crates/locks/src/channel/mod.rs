@@ -64,6 +64,7 @@ mod chan;
 mod error;
 mod select;
 mod select_macro;
+mod spin;
 mod timer;
 mod watch;
 
