@@ -5,9 +5,10 @@
 //! after 10 s idle), so the workers keep running green threads meanwhile.
 
 use crate::handle::JoinHandle;
-use crate::registry::{Shared, ThreadCtx};
+use crate::registry::Shared;
 use crate::runtime;
 use crate::task::Task;
+use crate::worker::local::ThreadCtx;
 use crate::{context, handle, spawn};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -95,11 +96,7 @@ use crate::in_flight::IN_FLIGHT;
 fn run_blocking(t: Arc<Task>) {
     // SAFETY: the task is unfinished, so its runtime is alive.
     let shared = unsafe { t.runtime() };
-    let ctx = ThreadCtx {
-        shared,
-        worker: std::ptr::null(),
-        current: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
-    };
+    let ctx = ThreadCtx::off_worker(shared);
     context::set_ctx(&ctx);
     // SAFETY: blocking tasks are created LIFE_RUNNING and handed only to this pool, so this
     // thread holds the run reference.

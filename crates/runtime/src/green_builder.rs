@@ -48,7 +48,7 @@ where
         global_shared()
     } else {
         // SAFETY: a non-null context lives as long as its OS thread's worker loop.
-        unsafe { (*c).shared }
+        unsafe { (*c).shared() }
     };
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
     unsafe { (*s).stack_limits.admit()? };
@@ -237,7 +237,7 @@ impl GreenBuilder {
                     global_shared()
                 } else {
                     // SAFETY: a non-null context lives as long as its OS thread's worker loop.
-                    unsafe { (*c).shared }
+                    unsafe { (*c).shared() }
                 };
                 // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
                 let state = unsafe { (*s).bandwidth.clone() };

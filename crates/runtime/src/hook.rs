@@ -1,8 +1,9 @@
 //! The runtime's implementation of `footprint_locks::SchedulerHook`, installed on every worker.
 
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal, WorkerShared};
+use crate::registry::{Shared, WorkerShared};
 use crate::timer;
+use crate::worker::local::WorkerLocal;
 use crate::{context, parking};
 use footprint_locks::os::os_hook;
 use footprint_locks::{ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag, Unparker};
@@ -39,7 +40,7 @@ fn here() -> Option<(&'static Shared, &'static WorkerLocal)> {
     // outlive the green thread running on it (the caller); the references do not leave the
     // hook's methods.
     unsafe {
-        let (s, w) = ((*c).shared, (*c).worker);
+        let (s, w) = ((*c).shared(), (*c).worker());
         if s.is_null() || w.is_null() {
             None
         } else {
@@ -64,11 +65,11 @@ fn find_higher(than: PriorityClass) -> Option<usize> {
     // SAFETY: the context and its worker belong to the calling OS thread; the ready structure is
     // owner-only and we hold no other borrow of it.
     unsafe {
-        let w = (*c).worker;
+        let w = (*c).worker();
         if w.is_null() {
             return None;
         }
-        let ready = &*(*w).ready.get();
+        let ready = &*(*w).ready_mut();
         ready.find_recent(SCAN, |j| higher(j, than))
     }
 }
@@ -159,7 +160,7 @@ impl SchedulerHook for GreenHook {
             return RunState::Unknown;
         }
         let running = shared.workers.iter().enumerate().any(|(i, w)| {
-            i != me.index && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
+            i != me.index() && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
         });
         if running {
             RunState::RunningElsewhere
@@ -174,11 +175,11 @@ impl SchedulerHook for GreenHook {
         };
         let inbox = &me.me().inbox;
         // SAFETY: the ready structure is the calling worker's own; no borrow of it is live.
-        let ready = unsafe { (*me.ready.get()).len() };
+        let ready = unsafe { (*me.ready_mut()).len() };
         ready > 0
             || inbox.len.load(Ordering::Relaxed) > 0
             || inbox.bound_len.load(Ordering::Relaxed) > 0
-            || !me.deque.is_empty()
+            || !me.deque().is_empty()
     }
 
     fn running_elsewhere(&self) -> Option<usize> {
@@ -188,7 +189,7 @@ impl SchedulerHook for GreenHook {
                 .workers
                 .iter()
                 .enumerate()
-                .filter(|(i, w)| *i != me.index && !w.running.load(Ordering::Relaxed).is_null())
+                .filter(|(i, w)| *i != me.index() && !w.running.load(Ordering::Relaxed).is_null())
                 .count(),
         )
     }

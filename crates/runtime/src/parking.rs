@@ -99,7 +99,7 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     // every unfinished green thread).
     let shared = unsafe { &*task.runtime() };
     let here = placement::here(shared);
-    let here_index = here.map(|w| w.index);
+    let here_index = here.map(|w| w.index());
     // placement: a home given by thread shuffling (003) wins across domains.
     if let Some(s) = &shared.placement.shuffle {
         let hinted = match hint {
@@ -127,8 +127,8 @@ pub(crate) fn promote_ready(scan: usize, pred: impl Fn(&Job) -> bool) -> bool {
     }
     // SAFETY: owner-only ready structure of the calling worker; no other borrow is live.
     unsafe {
-        let w = (*c).worker;
-        !w.is_null() && (*(*w).ready.get()).promote_first(scan, pred)
+        let w = (*c).worker();
+        !w.is_null() && (*(*w).ready_mut()).promote_first(scan, pred)
     }
 }
 

@@ -8,11 +8,11 @@
 //! error) until a stack comes back.
 
 use crate::error::Error;
-use crate::registry::WorkerLocal;
 use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
 use crate::sync::Mutex;
 use crate::task::Task;
+use crate::worker::local::WorkerLocal;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -100,7 +100,7 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn take_task(&self) -> Arc<Task> {
         // SAFETY: owner-only pool, no borrow escapes this call.
-        let pool = unsafe { &mut *self.pools.tasks.get() };
+        let pool = unsafe { &mut *self.pools().tasks.get() };
         take_pooled(pool, &self.shared().pools.tasks, TASK_LEVELS)
             .map(Pooled::take)
             .unwrap_or_else(crate::task::new_task)
@@ -110,7 +110,7 @@ impl WorkerLocal {
     fn put_task(&self, t: Arc<Task>) {
         let t = Pooled(t);
         // SAFETY: owner-only pool.
-        let pool = unsafe { &mut *self.pools.tasks.get() };
+        let pool = unsafe { &mut *self.pools().tasks.get() };
         put_pooled(pool, &self.shared().pools.tasks, TASK_LEVELS, t);
     }
 
@@ -121,7 +121,7 @@ impl WorkerLocal {
         shared.stack_limits.take()?;
         let made = if size == shared.stack_size {
             // SAFETY: owner-only pool.
-            let pool = unsafe { &mut *self.pools.stacks.get() };
+            let pool = unsafe { &mut *self.pools().stacks.get() };
             if let Some(s) = take_pooled(pool, &shared.pools.stacks, STACK_LEVELS) {
                 return Ok(s);
             }
@@ -150,7 +150,7 @@ impl WorkerLocal {
             return; // a mapping of its own: dropping it unmaps it
         }
         // SAFETY: owner-only pool.
-        let pool = unsafe { &mut *self.pools.stacks.get() };
+        let pool = unsafe { &mut *self.pools().stacks.get() };
         put_pooled(pool, &shared.pools.stacks, STACK_LEVELS, s);
     }
 

@@ -1,6 +1,5 @@
 //! The runtime's state: what every worker may touch ([`Shared`], one [`WorkerShared`] per
-//! worker), what only a worker's own OS thread touches ([`WorkerLocal`]), and the per-thread
-//! record of where a thread runs ([`ThreadCtx`]).
+//! worker). What only a worker's own OS thread touches is `worker/local.rs` (`WorkerLocal`).
 //!
 //! Per worker (ELiTE §3.2.2): a start deque for new work (Chase-Lev: owner LIFO, thieves FIFO),
 //! a ready structure for resumed green threads (owner-only, ordered by the
@@ -14,21 +13,18 @@
 
 use crate::accounting::WorkerAccount;
 use crate::config::Config;
-use crate::counters::{Resolved, WorkerSource};
+use crate::counters::Resolved;
 use crate::error::Error;
 use crate::inbox::Inbox;
 use crate::job::RawJob;
-use crate::pool::levels::{LocalPools, Pools};
-use crate::ready::{ReadyOrder, ReadyQueue, RuntimeAffinity};
+use crate::pool::levels::Pools;
+use crate::ready::{ReadyOrder, RuntimeAffinity};
 use crate::sleep::word::{SleepWord, SleeperCount};
 use crate::stack::{Slabs, StackLimits};
-use crate::start_deque::StartDeque;
 use crate::task::Task;
-use crate::worker::idle_state::IdleState;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use footprint_locks::ClassCell;
-use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::ptr;
 use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -271,95 +267,5 @@ impl Drop for Shared {
                 Steal::Empty => break,
             }
         }
-    }
-}
-
-/// What a thread knows about where it runs: set on workers (and blocking-pool threads).
-pub(crate) struct ThreadCtx {
-    pub(crate) shared: *const Shared,
-    pub(crate) worker: *const WorkerLocal,
-    /// The green thread running now on this worker (null in the scheduler loop). Written by
-    /// this OS thread only (relaxed stores, plain moves), read by it and by the runtime's
-    /// watcher (`watch/`), which is why it is atomic.
-    pub(crate) current: std::sync::atomic::AtomicPtr<Task>,
-}
-
-/// The owner-only part of a worker; lives on the worker OS thread's stack.
-pub(crate) struct WorkerLocal {
-    pub(crate) index: usize,
-    pub(crate) shared: *const Shared,
-    /// `&shared.workers[index]`, kept so that the switch path finds it without an index check.
-    pub(crate) me: *const WorkerShared,
-    pub(crate) deque: StartDeque,
-    pub(crate) ready: UnsafeCell<ReadyQueue>,
-    /// This worker's own level of the pools (`pool.rs`).
-    pub(crate) pools: LocalPools,
-    pub(crate) ctx: ThreadCtx,
-    /// Picks of local work left until the next fairness check (`worker/mod.rs`, `FAIR_TICK`).
-    pub(crate) tick: Cell<u32>,
-    pub(crate) rng: Cell<u64>,
-    pub(crate) push_seq: Cell<u64>,
-    // accounting: per-thread accounting on (`Shared::counters.timed`), the tick
-    // the current run began at (between runs: the tick the last one ended at), whether that
-    // tick is too old to start the next run with, whether the job about to run was stolen,
-    // the counter source.
-    pub(crate) timed: bool,
-    pub(crate) run_start: Cell<u64>,
-    pub(crate) tick_stale: Cell<bool>,
-    pub(crate) stolen: Cell<bool>,
-    /// The idle search's state between two idle spells.
-    pub(crate) idle: IdleState,
-    /// Which of the two resume sites the next resumption uses (`worker/switch.rs`, `run_task`): it
-    /// alternates, so that two green threads taking turns on this worker are each resumed from
-    /// a site of their own.
-    pub(crate) resume_site: Cell<bool>,
-    pub(crate) source: UnsafeCell<Option<WorkerSource>>,
-}
-
-impl WorkerLocal {
-    pub(crate) fn new(index: usize, shared: &Arc<Shared>, deque: Deque<RawJob>) -> WorkerLocal {
-        WorkerLocal {
-            index,
-            shared: Arc::as_ptr(shared),
-            me: &shared.workers[index],
-            deque: StartDeque::new(deque),
-            ready: UnsafeCell::new(ReadyQueue::new(
-                shared.ready_order,
-                shared
-                    .affinity
-                    .as_ref()
-                    .map(|a| (a.policy, a.workers[index].clone())),
-                &shared.workers[index].inbox,
-            )),
-            pools: LocalPools::new(),
-            ctx: ThreadCtx {
-                shared: Arc::as_ptr(shared),
-                worker: ptr::null(),
-                current: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
-            },
-            tick: Cell::new(0),
-            push_seq: Cell::new(0),
-            timed: shared.counters.timed,
-            run_start: Cell::new(0),
-            tick_stale: Cell::new(true),
-            stolen: Cell::new(false),
-            idle: IdleState::default(),
-            resume_site: Cell::new(false),
-            source: UnsafeCell::new(None),
-            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1)),
-        }
-    }
-
-    /// This worker's shared part (`shared().workers[index]`).
-    #[inline]
-    pub(crate) fn me(&self) -> &WorkerShared {
-        // SAFETY: it lives in `Shared::workers`, alive while the worker loop runs (see `shared`).
-        unsafe { &*self.me }
-    }
-
-    #[inline]
-    pub(crate) fn shared(&self) -> &Shared {
-        // SAFETY: the worker holds an Arc<Shared> for as long as its loop runs.
-        unsafe { &*self.shared }
     }
 }

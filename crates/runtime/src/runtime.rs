@@ -8,11 +8,12 @@ use crate::job::RawJob;
 use crate::pin::{self, Pin};
 use crate::placement::{PlacementStats, ShuffleConfig};
 use crate::ready::ReadyOrder;
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
 use crate::spawn::spawn_plain;
 use crate::stack::{check_stack_size, DEFAULT_STACK_SIZE};
 use crate::stats::RuntimeStats;
-use crate::{context, handle, registry};
+use crate::worker::local::WorkerLocal;
+use crate::{context, handle};
 use crossbeam_deque::Worker as Deque;
 use footprint_affinity::Topology;
 use std::marker::PhantomData;
@@ -607,19 +608,18 @@ fn worker_main(
     let prev_sink = footprint_locks::stats::set_thread_wait_sink(Some(crate::hook::lock_wait_sink));
     let _alt = crate::overflow::AltStack::install();
     let mut local = WorkerLocal::new(index, &shared, deque);
-    let self_ptr = &local as *const WorkerLocal;
-    local.ctx.worker = self_ptr;
     // `local` stays in this frame, unmoved, until the loop returns.
-    let ctx: *const registry::ThreadCtx = &local.ctx;
-    context::set_ctx(ctx);
-    shared.watch.register_worker(index, &local.ctx.current);
+    context::set_ctx(local.bind_context());
+    shared
+        .watch
+        .register_worker(index, local.context().current_cell());
     local.open_source();
     local.run_loop();
     shared.watch.unregister_worker(index);
     let abandoned = shared.abandoned.load(Ordering::SeqCst);
     // Stale entries (threads their joiners ran inline) still hold task references. Abandoned
     // (`shutdown_timeout`): queued green threads are never resumed, so nothing is dropped.
-    while let Some(j) = local.deque.pop().filter(|_| !abandoned) {
+    while let Some(j) = local.deque().pop().filter(|_| !abandoned) {
         drop(j.into_job());
     }
     context::set_ctx(std::ptr::null());

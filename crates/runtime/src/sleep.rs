@@ -64,7 +64,8 @@ pub(crate) mod word;
 
 pub(crate) use word::{wake_all, wake_many, wake_one, Slept};
 
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
+use crate::worker::local::WorkerLocal;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -162,7 +163,7 @@ impl WorkerLocal {
     pub(crate) fn notify_after_local_push(&self) {
         let shared = self.shared();
         if shared.sleepers.wake_needed_after_local_push() {
-            shared.wake_one_from(self.index);
+            shared.wake_one_from(self.index());
         }
     }
 
@@ -172,7 +173,7 @@ impl WorkerLocal {
     pub(crate) fn stop_searching_found(&self) {
         let shared = self.shared();
         if shared.sleepers.stop_searching() {
-            shared.wake_one_from(self.index);
+            shared.wake_one_from(self.index());
         }
     }
 }

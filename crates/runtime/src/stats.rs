@@ -90,14 +90,7 @@ impl ThreadStats {
 pub fn current_stats() -> Option<ThreadStats> {
     let (t, w) = current_green_on_worker()?;
     // SAFETY: both are the calling thread's own: the running green thread and its worker.
-    unsafe {
-        let running = if (*w).timed {
-            clock::ticks().wrapping_sub((*w).run_start.get())
-        } else {
-            0
-        };
-        Some(ThreadStats::from_account(&(*t).acct, running))
-    }
+    unsafe { Some(ThreadStats::from_account(&(*t).acct, (*w).running_ticks())) }
 }
 
 impl fmt::Display for ThreadStats {

@@ -24,7 +24,8 @@
 //! (`notify_one` on entering its rest). During shutdown no worker is surplus (all help finish).
 
 use crate::job::{Job, RawJob};
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
+use crate::worker::local::WorkerLocal;
 use std::sync::atomic::{fence, Ordering};
 
 impl WorkerLocal {
@@ -32,7 +33,7 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn surplus(&self) -> bool {
         let sh = self.shared();
-        self.index >= sh.active.load(Ordering::Relaxed) && !sh.shutdown.load(Ordering::Relaxed)
+        self.index() >= sh.active.load(Ordering::Relaxed) && !sh.shutdown.load(Ordering::Relaxed)
     }
 
     /// [`surplus`](Self::surplus), out of line, for the fairness tick of the local pick (so
@@ -48,13 +49,13 @@ impl WorkerLocal {
     #[cold]
     pub(crate) fn rest_surplus(&self) {
         let sh = self.shared();
-        let me = &sh.workers[self.index];
+        let me = &sh.workers[self.index()];
         if let Some(a) = &sh.adaptive {
             a.rests.fetch_add(1, Ordering::Relaxed);
         }
         // It may have been woken from an ordinary sleep by a `notify_one` meant for work it will
         // not take: pass the wake-up on.
-        sh.notify_one(self.index);
+        sh.notify_one(self.index());
         loop {
             self.hand_off(sh);
             if me.inbox.bound_len.load(Ordering::Acquire) > 0 {
@@ -80,15 +81,15 @@ impl WorkerLocal {
     /// Moves the ready structure, the start deque and the stealable inbox into the injector and
     /// wakes a sleeping worker if anything moved.
     fn hand_off(&self, sh: &Shared) {
-        let me = &sh.workers[self.index];
+        let me = &sh.workers[self.index()];
         let mut moved = 0u64;
         // SAFETY: owner-only ready structure; no borrow of it is live in the scheduler loop.
-        let ready = unsafe { &mut *self.ready.get() };
+        let ready = unsafe { &mut *self.ready_mut() };
         while let Some(j) = ready.pop() {
             sh.injector.push(RawJob::from(j));
             moved += 1;
         }
-        while let Some(j) = self.deque.pop() {
+        while let Some(j) = self.deque().pop() {
             sh.injector.push(j);
             moved += 1;
         }
@@ -100,7 +101,7 @@ impl WorkerLocal {
             if let Some(a) = &sh.adaptive {
                 a.handed_off.fetch_add(moved, Ordering::Relaxed);
             }
-            sh.notify_one(self.index);
+            sh.notify_one(self.index());
         }
     }
 }

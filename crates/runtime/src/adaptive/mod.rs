@@ -95,12 +95,12 @@ pub fn progress(n: u64) {
     // SAFETY: a non-null context is the calling thread's own and alive; its runtime outlives
     // its workers; a non-null worker pointer is the calling OS thread's worker.
     unsafe {
-        if !c.is_null() && !(*c).worker.is_null() {
-            let shared: &Shared = &*(*c).shared;
+        if !c.is_null() && !(*c).worker().is_null() {
+            let shared: &Shared = &*(*c).shared();
             if let Some(a) = &shared.adaptive {
                 // Written only by this worker's OS thread (green threads on one worker never
                 // interleave within this call).
-                crate::accounting::bump(&a.progress[(*(*c).worker).index], n);
+                crate::accounting::bump(&a.progress[(*(*c).worker()).index()], n);
             }
             return;
         }

@@ -28,8 +28,9 @@ pub(crate) mod state;
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::error::Error;
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
 use crate::task::{PlacementHints, Reason, Task};
+use crate::worker::local::WorkerLocal;
 use state::PlacementCounters;
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -59,8 +60,8 @@ pub(crate) fn here(shared: &Shared) -> Option<&WorkerLocal> {
     let c = ctx_ptr();
     // SAFETY: a non-null context is alive; its worker (if any) is the calling OS thread's.
     unsafe {
-        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
-            Some(&*(*c).worker)
+        if !c.is_null() && ptr::eq((*c).shared(), shared) && !(*c).worker().is_null() {
+            Some(&*(*c).worker())
         } else {
             None
         }
@@ -145,14 +146,14 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
     match (route, here) {
         // adaptive: a worker above the active limit hands wake-ups on (its own
         // threads go to the injector when it rests).
-        (Route::Local, Some(w)) if w.index >= shared.active_limit() => to_injector(shared, task),
+        (Route::Local, Some(w)) if w.index() >= shared.active_limit() => to_injector(shared, task),
         // Another thread waits here already and a worker idles: where it can take this one.
         (Route::Local, Some(w)) if w.offers_woken() => {
-            shared.workers[w.index].inbox.push(Job::Task(task));
-            shared.notify_one(w.index);
+            shared.workers[w.index()].inbox.push(Job::Task(task));
+            shared.notify_one(w.index());
         }
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
-        (Route::Local, Some(w)) => unsafe { (*w.ready.get()).push_woken(Job::Task(task)) },
+        (Route::Local, Some(w)) => unsafe { (*w.ready_mut()).push_woken(Job::Task(task)) },
         (Route::Local, None) => unreachable!("a local route needs a worker"),
         // adaptive: a worker above the active limit runs nothing it could hand on,
         // so a wake-up placed there (its last worker, say) goes to the injector instead.
@@ -259,11 +260,11 @@ fn current_green(what: &'static str) -> Result<(*const Task, &'static Shared, us
     // SAFETY: the context of a running green thread and its runtime outlive this call (the
     // runtime waits for its unfinished threads); 'static stands for "while this thread runs".
     unsafe {
-        let w = (*c).worker;
+        let w = (*c).worker();
         if w.is_null() {
             return Err(Error::NotGreen { what });
         }
-        Ok((t, &*(*c).shared, (*w).index))
+        Ok((t, &*(*c).shared(), (*w).index()))
     }
 }
 

@@ -5,9 +5,10 @@
 use crate::accounting::bump;
 use crate::clock;
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
 use crate::sleep::Slept;
 use crate::worker::idle_state::IdleState;
+use crate::worker::local::WorkerLocal;
 use std::sync::atomic::Ordering;
 
 impl WorkerLocal {

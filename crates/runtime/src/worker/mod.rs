@@ -3,18 +3,20 @@
 //! submodules: [`switch`] runs one green thread until it finishes, yields or parks; [`steal`]
 //! takes work from other workers, nearest tier first; [`idle`] is the sleeper side of the idle
 //! protocol (`sleep.rs`): it searches, counted as a searcher, then sleeps until a publisher wakes
-//! it. The worker's state itself is `registry::WorkerLocal` (owner-only, on the worker OS
-//! thread's stack); its idle-search state is an [`IdleState`](idle_state::IdleState).
+//! it. The worker's state itself is [`WorkerLocal`] ([`local`]: owner-only, on the worker OS
+//! thread's stack, written only here); its idle-search state is an
+//! [`IdleState`](idle_state::IdleState).
 
 mod idle;
 pub(crate) mod idle_state;
+pub(crate) mod local;
 mod steal;
 mod switch;
 
 use crate::job::{Job, RawJob};
 use crate::ready::ReadyQueue;
-use crate::registry::WorkerLocal;
 use crate::task::Task;
+use crate::worker::local::WorkerLocal;
 use crossbeam_deque::Steal;
 use idle::Idle;
 use std::sync::atomic::Ordering;

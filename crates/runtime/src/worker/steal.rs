@@ -5,7 +5,8 @@
 use crate::accounting::bump;
 use crate::job::{Job, RawJob};
 use crate::ready::ReadyQueue;
-use crate::registry::{WorkerLocal, WorkerShared};
+use crate::registry::WorkerShared;
+use crate::worker::local::WorkerLocal;
 use crossbeam_deque::Steal;
 use std::sync::atomic::Ordering;
 
