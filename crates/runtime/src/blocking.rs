@@ -122,7 +122,7 @@ where
     // SAFETY: the block is still ours alone.
     unsafe { t.claim_owned() };
     // SAFETY: shared is alive (caller's runtime or the global one).
-    unsafe { (*shared).ext_spawned.fetch_add(1, Ordering::Release) };
+    unsafe { (*shared).count_external_spawn() };
     IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
     submit(t.clone());
     t

@@ -51,7 +51,7 @@ where
         unsafe { (*c).shared() }
     };
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
-    unsafe { (*s).stack_limits.admit()? };
+    unsafe { (*s).stack_limits().admit()? };
     // SAFETY: as above; 'static closure and result; `c` was read just now on this OS thread.
     let t = unsafe { spawn_raw(c, &*s, f, opts()) };
     Ok(JoinHandle {
@@ -240,7 +240,7 @@ impl GreenBuilder {
                     unsafe { (*c).shared() }
                 };
                 // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
-                let state = unsafe { (*s).bandwidth.clone() };
+                let state = unsafe { (*s).bandwidth().clone() };
                 Some(crate::bandwidth::admit(state, bps)?)
             }
         };

@@ -159,7 +159,7 @@ impl SchedulerHook for GreenHook {
         if thread.is_none() {
             return RunState::Unknown;
         }
-        let running = shared.workers.iter().enumerate().any(|(i, w)| {
+        let running = shared.workers().iter().enumerate().any(|(i, w)| {
             i != me.index() && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
         });
         if running {
@@ -186,7 +186,7 @@ impl SchedulerHook for GreenHook {
         let (shared, me) = here()?;
         Some(
             shared
-                .workers
+                .workers()
                 .iter()
                 .enumerate()
                 .filter(|(i, w)| *i != me.index() && !w.running.load(Ordering::Relaxed).is_null())
@@ -200,7 +200,7 @@ impl SchedulerHook for GreenHook {
             os_hook().switch_cost_ns()
         } else {
             // SAFETY: the runtime of the calling worker is alive.
-            unsafe { (*s).switch_cost_ns }
+            unsafe { (*s).switch_cost_ns() }
         }
     }
 }

@@ -21,7 +21,7 @@ pub fn current_num_threads() -> usize {
         global().workers()
     } else {
         // SAFETY: the runtime of the calling thread's context is alive while the thread runs.
-        unsafe { &*s }.workers.len()
+        unsafe { &*s }.workers().len()
     }
 }
 
@@ -112,5 +112,5 @@ pub fn record_affinity_loop(run: LoopStats) {
     };
     // SAFETY: the runtime of the calling thread's context is alive while the thread runs; the
     // global one lives for the whole process.
-    unsafe { &*shared }.loops.add(&run);
+    unsafe { &*shared }.loops().add(&run);
 }

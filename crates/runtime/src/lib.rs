@@ -100,6 +100,7 @@ mod config;
 mod context;
 mod counters;
 mod error;
+mod exits;
 mod green_builder;
 mod handle;
 mod hook;

@@ -101,9 +101,9 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     let here = placement::here(shared);
     let here_index = here.map(|w| w.index());
     // placement: a home given by thread shuffling (003) wins across domains.
-    if let Some(s) = &shared.placement.shuffle {
+    if let Some(s) = &shared.placement().shuffle {
         let hinted = match hint {
-            Placement::Worker(w) if w < shared.workers.len() => Some(w),
+            Placement::Worker(w) if w < shared.workers().len() => Some(w),
             _ => None,
         };
         if let Some(home) = s.redirect(&task, hinted) {
@@ -112,7 +112,7 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     }
     let route = match hint {
         Placement::Worker(w) if Some(w) == here_index => Route::Local,
-        Placement::Worker(w) if w < shared.workers.len() => Route::Inbox(w),
+        Placement::Worker(w) if w < shared.workers().len() => Route::Inbox(w),
         _ => placement::woken_route(shared, &task, here_index),
     };
     placement::enqueue(shared, here, route, task);

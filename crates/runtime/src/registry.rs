@@ -15,6 +15,7 @@ use crate::accounting::WorkerAccount;
 use crate::config::Config;
 use crate::counters::Resolved;
 use crate::error::Error;
+use crate::exits::WorkerExits;
 use crate::inbox::Inbox;
 use crate::job::RawJob;
 use crate::pool::levels::Pools;
@@ -28,7 +29,7 @@ use footprint_locks::ClassCell;
 use std::collections::HashMap;
 use std::ptr;
 use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 impl Task {
     /// The runtime this green thread belongs to (null before its first `init`).
@@ -86,62 +87,61 @@ impl WorkerShared {
 
 /// Runtime-wide state.
 pub(crate) struct Shared {
-    pub(crate) workers: Box<[WorkerShared]>,
-    pub(crate) injector: Injector<RawJob>,
-    pub(crate) sleepers: CachePadded<SleeperCount>,
-    pub(crate) idle: CachePadded<AtomicUsize>,
-    pub(crate) shutdown: AtomicBool,
-    pub(crate) ext_spawned: AtomicU64,
-    pub(crate) ext_finished: AtomicU64,
+    workers: Box<[WorkerShared]>,
+    injector: Injector<RawJob>,
+    sleepers: CachePadded<SleeperCount>,
+    idle: CachePadded<AtomicUsize>,
+    shutdown: AtomicBool,
+    ext_spawned: AtomicU64,
+    ext_finished: AtomicU64,
     /// What `footprint::par`'s `Affinity` loops did here (`RuntimeStats::loops`).
-    pub(crate) loops: crate::loops::LoopTotals,
+    loops: crate::loops::LoopTotals,
     /// The shared level of the control-block and stack pools (`pool.rs`).
-    pub(crate) pools: Pools,
+    pools: Pools,
     /// Where stacks of `stack_size` are carved from.
-    pub(crate) slabs: Slabs,
+    slabs: Slabs,
     /// Whether each stack has a guard page (`Builder::guard_pages`).
-    pub(crate) guard_pages: bool,
+    guard_pages: bool,
     /// The live-stack cap and the last refusal to make a stack.
-    pub(crate) stack_limits: StackLimits,
-    pub(crate) stack_size: usize,
+    stack_limits: StackLimits,
+    stack_size: usize,
     /// The order in force (never `Auto`: resolved at build).
-    pub(crate) ready_order: ReadyOrder,
+    ready_order: ReadyOrder,
     /// Present exactly when `ready_order` is a policy.
-    pub(crate) affinity: Option<RuntimeAffinity>,
-    pub(crate) switch_cost_ns: u64,
+    affinity: Option<RuntimeAffinity>,
+    switch_cost_ns: u64,
     /// Stack overflows caught and turned into errors.
-    pub(crate) overflows: AtomicU64,
+    overflows: AtomicU64,
     /// Stacks mapped (fresh) so far.
-    pub(crate) stacks_mapped: AtomicU64,
+    stacks_mapped: AtomicU64,
     // accounting: what is measured at each switch, and the first counter failure.
-    pub(crate) counters: Resolved,
-    pub(crate) counter_error: Mutex<Option<String>>,
+    counters: Resolved,
+    counter_error: Mutex<Option<String>>,
     // placement: the fragment batcher and the placement counters.
-    pub(crate) placement: crate::placement::state::PlacementState,
+    placement: crate::placement::state::PlacementState,
     /// This runtime's process-unique number (see [`next_runtime_id`]).
-    pub(crate) id: u64,
+    id: u64,
     /// Set by `Runtime::shutdown_timeout` when it gives up: idle workers exit with green threads
     /// still live, and leave them (and this state) leaked.
-    pub(crate) abandoned: AtomicBool,
-    /// Workers whose loop has returned, and its condition variable (shutdown waits on it).
-    pub(crate) exited: Mutex<usize>,
-    pub(crate) exited_cv: Condvar,
+    abandoned: AtomicBool,
+    /// Workers whose loop has returned (shutdown waits on it).
+    exits: WorkerExits,
     /// Live green threads that have a name (`GreenBuilder::name`), by control block address: the
     /// names `Runtime::drop` reports when it waits long.
-    pub(crate) named: Mutex<HashMap<usize, Arc<str>>>,
+    named: Mutex<HashMap<usize, Arc<str>>>,
     // adaptive: workers with an index at or above `active` rest and hand their
     // queued threads to the others (`adaptive/limit.rs`; `workers.len()` when not adaptive);
     // the controller's state when `Builder::adaptive_workers` is on.
-    pub(crate) active: CachePadded<AtomicUsize>,
-    pub(crate) adaptive: Option<crate::adaptive::state::AdaptiveState>,
+    active: CachePadded<AtomicUsize>,
+    adaptive: Option<crate::adaptive::state::AdaptiveState>,
     /// Thread Tranquilizer's daemon state (`Builder::tranquilizer`).
-    pub(crate) tranquilizer: Option<crate::tranquilizer::daemon::TranquilizerState>,
+    tranquilizer: Option<crate::tranquilizer::daemon::TranquilizerState>,
     /// ADAPT's member state (`Builder::co_schedule`).
-    pub(crate) node: Option<crate::node::NodeState>,
+    node: Option<crate::node::NodeState>,
     /// The watcher's view of the workers and its counters (`watch/`).
-    pub(crate) watch: crate::watch::state::Watch,
+    watch: crate::watch::state::Watch,
     /// Memory-bandwidth reservations and throttling (`bandwidth/`).
-    pub(crate) bandwidth: Arc<crate::bandwidth::state::BandwidthState>,
+    bandwidth: Arc<crate::bandwidth::state::BandwidthState>,
 }
 
 /// A number no other runtime of this process has had or will have (never reused, unlike the
@@ -211,8 +211,7 @@ impl Shared {
             placement: crate::placement::state::PlacementState::new(n, shuffle),
             id: next_runtime_id(),
             abandoned: AtomicBool::new(false),
-            exited: Mutex::new(0),
-            exited_cv: Condvar::new(),
+            exits: WorkerExits::default(),
             named: Mutex::new(HashMap::new()),
             active: CachePadded::new(AtomicUsize::new(
                 config.adaptive.as_ref().map_or(n, |r| *r.start()),
@@ -255,6 +254,253 @@ impl Shared {
             sp += w.spawned.load(Ordering::SeqCst);
         }
         sp.saturating_sub(fin)
+    }
+}
+
+/// Read access to the parts of the state that own their behaviour (queues, pools, counters
+/// with methods of their own) or never change after `Shared::new` (the resolved settings).
+impl Shared {
+    /// One entry per worker, by index.
+    #[inline]
+    pub(crate) fn workers(&self) -> &[WorkerShared] {
+        &self.workers
+    }
+
+    /// The queue of green threads spawned off the workers and of handed-off work.
+    #[inline]
+    pub(crate) fn injector(&self) -> &Injector<RawJob> {
+        &self.injector
+    }
+
+    /// The idle protocol's count of sleeping and searching workers (`sleep/word.rs`).
+    #[inline]
+    pub(crate) fn sleepers(&self) -> &SleeperCount {
+        &self.sleepers
+    }
+
+    /// What `footprint::par`'s `Affinity` loops did here.
+    #[inline]
+    pub(crate) fn loops(&self) -> &crate::loops::LoopTotals {
+        &self.loops
+    }
+
+    /// The shared level of the control-block and stack pools.
+    #[inline]
+    pub(crate) fn pools(&self) -> &Pools {
+        &self.pools
+    }
+
+    /// Where stacks of [`stack_size`](Self::stack_size) are carved from.
+    #[inline]
+    pub(crate) fn slabs(&self) -> &Slabs {
+        &self.slabs
+    }
+
+    /// Whether each stack has a guard page.
+    #[inline]
+    pub(crate) fn guard_pages(&self) -> bool {
+        self.guard_pages
+    }
+
+    /// The live-stack cap and the last refusal to make a stack.
+    #[inline]
+    pub(crate) fn stack_limits(&self) -> &StackLimits {
+        &self.stack_limits
+    }
+
+    /// The stack size of green threads that ask for none.
+    #[inline]
+    pub(crate) fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+
+    /// The ready order in force (never `Auto`).
+    #[inline]
+    pub(crate) fn ready_order(&self) -> ReadyOrder {
+        self.ready_order
+    }
+
+    /// The affinity policy's state, exactly when the ready order is a policy.
+    #[inline]
+    pub(crate) fn affinity(&self) -> Option<&RuntimeAffinity> {
+        self.affinity.as_ref()
+    }
+
+    /// What a lock waiter is told a switch costs (`Builder::switch_cost_ns`).
+    #[inline]
+    pub(crate) fn switch_cost_ns(&self) -> u64 {
+        self.switch_cost_ns
+    }
+
+    /// What is measured at each switch.
+    #[inline]
+    pub(crate) fn counters(&self) -> &Resolved {
+        &self.counters
+    }
+
+    /// The fragment batcher, thread shuffling and the placement counters.
+    #[inline]
+    pub(crate) fn placement(&self) -> &crate::placement::state::PlacementState {
+        &self.placement
+    }
+
+    /// This runtime's process-unique number.
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The adaptive worker count's state, when `Builder::adaptive_workers` is on.
+    #[inline]
+    pub(crate) fn adaptive(&self) -> Option<&crate::adaptive::state::AdaptiveState> {
+        self.adaptive.as_ref()
+    }
+
+    /// Thread Tranquilizer's daemon state, when `Builder::tranquilizer` is on.
+    #[inline]
+    pub(crate) fn tranquilizer(&self) -> Option<&crate::tranquilizer::daemon::TranquilizerState> {
+        self.tranquilizer.as_ref()
+    }
+
+    /// ADAPT's member state, when `Builder::co_schedule` is on.
+    #[inline]
+    pub(crate) fn node(&self) -> Option<&crate::node::NodeState> {
+        self.node.as_ref()
+    }
+
+    /// The watcher's view of the workers and its counters.
+    #[inline]
+    pub(crate) fn watch(&self) -> &crate::watch::state::Watch {
+        &self.watch
+    }
+
+    /// Memory-bandwidth reservations and throttling.
+    #[inline]
+    pub(crate) fn bandwidth(&self) -> &Arc<crate::bandwidth::state::BandwidthState> {
+        &self.bandwidth
+    }
+}
+
+/// The state's counters and flags, each changed by the one method that says what happened.
+impl Shared {
+    /// Starts the shutdown: from now on idle workers exit once nothing is live.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the runtime shuts down (a relaxed read: callers re-check under the protocol
+    /// that needs it, `may_exit`).
+    #[inline]
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// Gives up on the live green threads (`Runtime::shutdown_timeout`): idle workers exit
+    /// without them.
+    pub(crate) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`abandon`](Self::abandon) was called.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::SeqCst)
+    }
+
+    /// Workers whose loop has returned, and waiting for them.
+    pub(crate) fn exits(&self) -> &WorkerExits {
+        &self.exits
+    }
+
+    /// Counts a green thread created off the workers (their own are counted per worker).
+    #[inline]
+    pub(crate) fn count_external_spawn(&self) {
+        self.ext_spawned.fetch_add(1, Ordering::Release);
+    }
+
+    /// Counts a green thread finished off the workers (or on another runtime's worker).
+    #[inline]
+    pub(crate) fn count_external_finish(&self) {
+        self.ext_finished.fetch_add(1, Ordering::Release);
+    }
+
+    /// Green threads created / finished off the workers so far.
+    pub(crate) fn external_counts(&self) -> (u64, u64) {
+        (
+            self.ext_spawned.load(Ordering::Relaxed),
+            self.ext_finished.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Counts a stack overflow caught and turned into an error.
+    pub(crate) fn count_overflow(&self) {
+        self.overflows.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stack overflows caught so far.
+    pub(crate) fn overflows(&self) -> u64 {
+        self.overflows.load(Ordering::Relaxed)
+    }
+
+    /// Counts a stack freshly mapped (or carved).
+    #[inline]
+    pub(crate) fn count_stack_mapped(&self) {
+        self.stacks_mapped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stacks mapped so far.
+    pub(crate) fn stacks_mapped(&self) -> u64 {
+        self.stacks_mapped.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `message` as the counter failure the stats report, unless one is kept already.
+    pub(crate) fn note_counter_error(&self, message: impl FnOnce() -> String) {
+        let mut first = self.counter_error.lock().unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert_with(message);
+    }
+
+    /// The first counter failure, if any.
+    pub(crate) fn counter_error(&self) -> Option<String> {
+        self.counter_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Counts the calling worker as idle (searching or asleep) until
+    /// [`leave_idle`](Self::leave_idle).
+    #[inline]
+    pub(crate) fn enter_idle(&self) {
+        self.idle.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Ends an [`enter_idle`](Self::enter_idle).
+    #[inline]
+    pub(crate) fn leave_idle(&self) {
+        self.idle.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether some worker is idle (a relaxed read: a hint for spilling work, not a protocol
+    /// step).
+    #[inline]
+    pub(crate) fn has_idle_workers(&self) -> bool {
+        self.idle.load(Ordering::Relaxed) > 0
+    }
+
+    /// Sets the active-worker limit to `n` (clamped to 1..=workers) and wakes the resting
+    /// workers it activates (`adaptive/limit.rs`).
+    pub(crate) fn set_active(&self, n: usize) {
+        let n = n.clamp(1, self.workers.len());
+        let old = self.active.swap(n, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        for w in self.workers.iter().take(n).skip(old.min(n)) {
+            w.sleep.rouse();
+        }
+    }
+
+    /// The active-worker limit: workers with an index at or above it rest.
+    #[inline]
+    pub(crate) fn active_limit(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
     }
 }
 

@@ -430,12 +430,12 @@ fn start(
     shared: Arc<Shared>,
     deques: Vec<Deque<RawJob>>,
 ) -> Result<Runtime, Error> {
-    if shared.counters.timed {
+    if shared.counters().timed {
         crate::clock::init();
     }
     // The idle protocol's barrier pair is settled before any worker pushes or sleeps.
     crate::sleep::barrier::init();
-    if shared.placement.shuffle.is_some() {
+    if shared.placement().shuffle.is_some() {
         crate::placement::monitor::start_monitor(shared.clone()).map_err(Error::Spawn)?;
     }
     crate::overflow::install_handler();
@@ -488,7 +488,7 @@ fn start(
     match first_err {
         Some(e) => Err(e), // dropping `rt` stops the workers that did start
         None => {
-            crate::trace::built(rt.shared.id, &rt.worker_cpus());
+            crate::trace::built(rt.shared.id(), &rt.worker_cpus());
             Ok(rt)
         }
     }
@@ -497,14 +497,14 @@ fn start(
 /// Starts the runtime's own threads that its settings ask for, once its workers run: the
 /// tranquilizer's daemon, the co-scheduling member, the watcher, the adaptive controller.
 fn start_services(shared: &Arc<Shared>) -> Result<(), Error> {
-    if shared.tranquilizer.is_some() {
+    if shared.tranquilizer().is_some() {
         crate::tranquilizer::daemon::start(shared).map_err(Error::Spawn)?;
     }
-    if shared.node.is_some() {
+    if shared.node().is_some() {
         crate::node::start_member(shared).map_err(|reason| Error::InvalidConfig { reason })?;
     }
     crate::watch::start(shared).map_err(Error::Spawn)?;
-    if shared.adaptive.is_some() {
+    if shared.adaptive().is_some() {
         crate::adaptive::thread::start(shared.clone()).map_err(Error::Spawn)?;
     }
     Ok(())
@@ -593,13 +593,13 @@ fn worker_main(
     // On a pin failure build() reports the error and drops the runtime; this worker just takes
     // part in the shutdown.
     // adaptive: the controller samples the workers' kernel threads.
-    if let Some(a) = &shared.adaptive {
+    if let Some(a) = shared.adaptive() {
         a.threads.register_current();
     }
-    if let Some(t) = &shared.tranquilizer {
+    if let Some(t) = shared.tranquilizer() {
         t.threads.register_current();
     }
-    if let Some(n) = &shared.node {
+    if let Some(n) = shared.node() {
         n.register_worker(index);
     }
     let _ = ready.send(pinned);
@@ -611,12 +611,12 @@ fn worker_main(
     // `local` stays in this frame, unmoved, until the loop returns.
     context::set_ctx(local.bind_context());
     shared
-        .watch
+        .watch()
         .register_worker(index, local.context().current_cell());
     local.open_source();
     local.run_loop();
-    shared.watch.unregister_worker(index);
-    let abandoned = shared.abandoned.load(Ordering::SeqCst);
+    shared.watch().unregister_worker(index);
+    let abandoned = shared.is_abandoned();
     // Stale entries (threads their joiners ran inline) still hold task references. Abandoned
     // (`shutdown_timeout`): queued green threads are never resumed, so nothing is dropped.
     while let Some(j) = local.deque().pop().filter(|_| !abandoned) {
@@ -637,8 +637,7 @@ fn worker_main(
     } else {
         drop(local);
     }
-    *shared.exited.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-    shared.exited_cv.notify_all();
+    shared.exits().note_exit();
     drop(shared);
 }
 
@@ -663,7 +662,7 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("workers", &self.workers())
             .field("cpus", &self.worker_cpu)
-            .field("stack_size", &self.shared.stack_size)
+            .field("stack_size", &self.shared.stack_size())
             .finish_non_exhaustive()
     }
 }
@@ -709,7 +708,7 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        if let Err(e) = self.shared.stack_limits.admit() {
+        if let Err(e) = self.shared.stack_limits().admit() {
             panic!("footprint::Runtime::spawn: {e}");
         }
         // SAFETY: 'static closure and result.
@@ -722,12 +721,12 @@ impl Runtime {
 
     /// Number of workers.
     pub fn workers(&self) -> usize {
-        self.shared.workers.len()
+        self.shared.workers().len()
     }
 
     /// The CPU each worker is pinned to (`None` when built with `pin(false)`).
     pub fn worker_cpus(&self) -> Vec<Option<usize>> {
-        self.shared.workers.iter().map(|w| w.cpu).collect()
+        self.shared.workers().iter().map(|w| w.cpu).collect()
     }
 
     /// The topology the workers' steal order was derived from.
@@ -739,12 +738,12 @@ impl Runtime {
     /// for, with [`ReadyOrder::Auto`] resolved to the affinity policy it picked (whose `Display`
     /// says why, e.g. `VirtualTime (auto: no cache-miss counts)`).
     pub fn ready_order(&self) -> ReadyOrder {
-        self.shared.ready_order
+        self.shared.ready_order()
     }
 
     /// Usable bytes of each green thread's stack (guard page not included).
     pub fn stack_size(&self) -> usize {
-        self.shared.stack_size
+        self.shared.stack_size()
     }
 
     /// Workers currently asleep on their futex (announced idle). An idle runtime reaches
@@ -787,7 +786,7 @@ impl Runtime {
     /// let _trimmed: usize = rt.trim_stacks();
     /// ```
     pub fn trim_stacks(&self) -> usize {
-        self.shared.pools.trim_stacks()
+        self.shared.pools().trim_stacks()
     }
 
     /// Counters since the runtime started: totals, and per worker runs, parks, steals by
@@ -802,7 +801,7 @@ impl Runtime {
     /// What the placement rules did so far (fragment batches, partners, rivals, migrations,
     /// shuffling decisions); `Display` prints a table. See [`PlacementStats`].
     pub fn placement_stats(&self) -> PlacementStats {
-        self.shared.placement.stats()
+        self.shared.placement().stats()
     }
 
     /// What the runtime is doing now, for diagnosing a hang: each worker (the green thread it
@@ -922,7 +921,7 @@ pub fn current_runtime_id() -> u64 {
     // SAFETY: the caller's runtime outlives its workers and green threads; the global one lives
     // for the whole process.
     let shared = unsafe { &*current_or_global_shared() };
-    shared.id
+    shared.id()
 }
 
 /// A borrowed runtime (by its shared state).

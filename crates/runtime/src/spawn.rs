@@ -56,7 +56,7 @@ where
         scope,
         hints,
     } = opts;
-    let stack_size = stack_size.unwrap_or(shared.stack_size);
+    let stack_size = stack_size.unwrap_or(shared.stack_size());
     let rt: *const () = ptr::from_ref(shared).cast();
     // Registered before the task is published, so that its finish always finds the entry.
     let register = |t: &Arc<Task>| {
@@ -72,7 +72,7 @@ where
             let t = w.take_task();
             register(&t);
             t.init(f, rt, true, stack_size, name, scope, w.index());
-            let s = &shared.workers[w.index()].spawned;
+            let s = &shared.workers()[w.index()].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             match hints {
                 None => {
@@ -86,13 +86,13 @@ where
             }
             t
         } else {
-            let t = shared.pools.take_task();
+            let t = shared.pools().take_task();
             register(&t);
             t.init(f, rt, true, stack_size, name, scope, 0);
-            shared.ext_spawned.fetch_add(1, Ordering::Release);
+            shared.count_external_spawn();
             match hints {
                 None => {
-                    shared.injector.push(RawJob::task(entry_ref(&t)));
+                    shared.injector().push(RawJob::task(entry_ref(&t)));
                     shared.notify_one(0);
                 }
                 Some(h) => {
@@ -208,7 +208,7 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
     }
     if !others.is_empty() {
         let shared = w.shared();
-        shared.workers[w.index()].inbox.push_many(others);
+        shared.workers()[w.index()].inbox.push_many(others);
         shared.notify_one(w.index());
     }
     found
@@ -281,9 +281,9 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
             let f = &(*w).me().finished;
             f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
         } else {
-            shared.ext_finished.fetch_add(1, Ordering::Release);
+            shared.count_external_finish();
         }
-        if shared.shutdown.load(Ordering::Relaxed) {
+        if shared.is_shutting_down() {
             notify_if_last(shared);
         }
     }

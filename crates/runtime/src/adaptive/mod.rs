@@ -97,7 +97,7 @@ pub fn progress(n: u64) {
     unsafe {
         if !c.is_null() && !(*c).worker().is_null() {
             let shared: &Shared = &*(*c).shared();
-            if let Some(a) = &shared.adaptive {
+            if let Some(a) = shared.adaptive() {
                 // Written only by this worker's OS thread (green threads on one worker never
                 // interleave within this call).
                 crate::accounting::bump(&a.progress[(*(*c).worker()).index()], n);
@@ -137,7 +137,7 @@ impl Runtime {
     /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn set_active_workers(&self, n: usize) -> Result<(), Error> {
-        let workers = self.shared.workers.len();
+        let workers = self.shared.workers().len();
         if n == 0 {
             return Err(Error::ZeroActiveWorkers { workers });
         }
@@ -161,7 +161,7 @@ impl Runtime {
     /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn adaptive_samples(&self) -> Vec<AdaptiveSample> {
-        self.shared.adaptive.as_ref().map_or_else(Vec::new, |a| {
+        self.shared.adaptive().map_or_else(Vec::new, |a| {
             let log = a.log.lock().unwrap_or_else(|e| e.into_inner());
             log.samples.iter().copied().collect()
         })

@@ -67,7 +67,7 @@ fn current_state() -> Option<&'static BandwidthState> {
     }
     // SAFETY: the runtime outlives its running green threads (Runtime::drop waits for them),
     // and the reference is used only until this switch point returns, on the green thread.
-    Some(unsafe { &*(*s).bandwidth })
+    Some(unsafe { (*s).bandwidth() })
 }
 
 /// Bytes measured for the calling thread since its last switch point.

@@ -77,11 +77,11 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
             return r;
         }
     }
-    let n = shared.workers.len();
+    let n = shared.workers().len();
     let home = task.last_worker() % n;
     match here {
         Some(h) if h == home => Route::Local,
-        Some(_) if shared.workers[home].sleep.is_sleeping() => Route::Local,
+        Some(_) if shared.workers()[home].sleep.is_sleeping() => Route::Local,
         _ => Route::Inbox(home),
     }
 }
@@ -89,10 +89,10 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
 /// The worker a partner or rival runs on, `None` (counted) if it has finished.
 fn live_worker(shared: &Shared, other: &Task) -> Option<usize> {
     if other.has_finished() {
-        PlacementCounters::bump(&shared.placement.counters.finished_hint_ignored);
+        PlacementCounters::bump(&shared.placement().counters.finished_hint_ignored);
         return None;
     }
-    Some(other.last_worker() % shared.workers.len())
+    Some(other.last_worker() % shared.workers().len())
 }
 
 /// The route a thread's hints ask for (fragment first, then partner, then rival); `None` when
@@ -104,10 +104,10 @@ fn hinted_route(
     h: &PlacementHints,
     here: Option<usize>,
 ) -> Option<Route> {
-    let n = shared.workers.len();
-    let c = &shared.placement.counters;
+    let n = shared.workers().len();
+    let c = &shared.placement().counters;
     if h.fragment.is_some() {
-        let p = shared.placement.batcher().placement_of(thread_id(task))?;
+        let p = shared.placement().batcher().placement_of(thread_id(task))?;
         return Some(Route::Bound(p.worker % n, p.order));
     }
     if let Some(p) = &h.partner {
@@ -135,10 +135,10 @@ fn hinted_route(
 /// limit) and wakes one, searching from worker 0.
 fn to_injector(shared: &Shared, task: Arc<Task>) {
     shared
-        .injector
+        .injector()
         .push(crate::job::RawJob::from(Job::Task(task)));
     // The ring after the last worker starts at worker 0, among the active ones.
-    shared.notify_one(shared.workers.len() - 1);
+    shared.notify_one(shared.workers().len() - 1);
 }
 
 /// Queues `task` on `route` (`Local` needs `here`).
@@ -149,7 +149,7 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         (Route::Local, Some(w)) if w.index() >= shared.active_limit() => to_injector(shared, task),
         // Another thread waits here already and a worker idles: where it can take this one.
         (Route::Local, Some(w)) if w.offers_woken() => {
-            shared.workers[w.index()].inbox.push(Job::Task(task));
+            shared.workers()[w.index()].inbox.push(Job::Task(task));
             shared.notify_one(w.index());
         }
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
@@ -159,11 +159,11 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         // so a wake-up placed there (its last worker, say) goes to the injector instead.
         (Route::Inbox(w), _) if w >= shared.active_limit() => to_injector(shared, task),
         (Route::Inbox(w), _) => {
-            shared.workers[w].inbox.push(Job::Task(task));
+            shared.workers()[w].inbox.push(Job::Task(task));
             shared.notify_worker(w);
         }
         (Route::Bound(w, key), _) => {
-            shared.workers[w].inbox.push_bound(key, Job::Task(task));
+            shared.workers()[w].inbox.push_bound(key, Job::Task(task));
             shared.notify_worker(w);
         }
     }
@@ -184,10 +184,10 @@ pub(crate) unsafe fn place_new(
     mut hints: Box<PlacementHints>,
     spawner: Option<usize>,
 ) -> Route {
-    let n = shared.workers.len();
-    let c = &shared.placement.counters;
+    let n = shared.workers().len();
+    let c = &shared.placement().counters;
     let route = if let Some((id, _)) = hints.fragment {
-        let p = shared.placement.batcher().place(thread_id(task), id);
+        let p = shared.placement().batcher().place(thread_id(task), id);
         PlacementCounters::bump(&c.fragment_placements);
         if p.new_fragment {
             PlacementCounters::bump(&c.fragment_batches);
@@ -215,7 +215,7 @@ pub(crate) unsafe fn on_finish(shared: &Shared, t: &Task) {
     // SAFETY: per the contract.
     if let Some(h) = unsafe { (*t.extras().hints.get()).take() } {
         if h.fragment.is_some() {
-            let mut b = shared.placement.batcher();
+            let mut b = shared.placement().batcher();
             b.remove(thread_id(t));
             if b.is_empty() {
                 // No hinted thread left: forget the emptied batches (an empty batch stays its
@@ -245,7 +245,7 @@ pub(crate) fn finish_migrate(w: &WorkerLocal, task: Arc<Task>, to: usize) {
     let key = unsafe { (*task.extras().hints.get()).as_deref() }
         .filter(|h| h.fragment.is_some())
         .map_or(UNBATCHED, |h| h.batch_order);
-    PlacementCounters::bump(&shared.placement.counters.migrations);
+    PlacementCounters::bump(&shared.placement().counters.migrations);
     task.extras().bound.store(true, Ordering::Relaxed);
     enqueue(shared, Some(w), Route::Bound(to, key), task);
 }
@@ -284,7 +284,7 @@ fn current_green(what: &'static str) -> Result<(*const Task, &'static Shared, us
 /// ```
 pub fn migrate_to(worker: usize) -> Result<(), Error> {
     let (t, shared, here) = current_green("migrate_to")?;
-    let workers = shared.workers.len();
+    let workers = shared.workers().len();
     if worker >= workers {
         return Err(Error::NoSuchWorker { worker, workers });
     }
@@ -316,10 +316,10 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
         return Err(Error::EmptyFragment { fragment: id });
     }
     let (t, shared, here) = current_green("set_fragment")?;
-    let c = &shared.placement.counters;
+    let c = &shared.placement().counters;
     // SAFETY: t is the calling green thread, alive while it runs.
     let task = unsafe { &*t };
-    let p = shared.placement.batcher().place(thread_id(task), id);
+    let p = shared.placement().batcher().place(thread_id(task), id);
     PlacementCounters::bump(&c.fragment_placements);
     if p.new_fragment {
         PlacementCounters::bump(&c.fragment_batches);
@@ -330,7 +330,7 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
         h.fragment = Some((id, bytes));
         h.batch_order = p.order;
     }
-    let to = p.worker % shared.workers.len();
+    let to = p.worker % shared.workers().len();
     if to != here {
         PlacementCounters::bump(&c.fragment_moves);
         // SAFETY: t is the calling green thread.

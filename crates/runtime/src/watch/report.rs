@@ -63,19 +63,19 @@ pub(crate) fn state(shared: &Shared) -> String {
     let _ = writeln!(
         out,
         "runtime {}: {} workers ({} asleep), {live} green threads live",
-        shared.id,
-        shared.workers.len(),
-        shared.sleepers.get(Ordering::Relaxed)
+        shared.id(),
+        shared.workers().len(),
+        shared.sleepers().get(Ordering::Relaxed)
     );
     let seen = shared
-        .watch
+        .watch()
         .seen
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     let mut running = 0usize;
-    for (i, w) in shared.workers.iter().enumerate() {
-        let current = shared.watch.current_of(i);
+    for (i, w) in shared.workers().iter().enumerate() {
+        let current = shared.watch().current_of(i);
         let cpu = w.cpu.map_or("unpinned".into(), |c| format!("cpu {c}"));
         let _ = write!(out, "  worker {i} ({cpu}): ");
         if current == 0 {
@@ -100,7 +100,7 @@ pub(crate) fn state(shared: &Shared) -> String {
             .filter(|s| s.current == current && s.runs == w.acct.runs.load(Ordering::Relaxed))
             .map(|s| format!(" for {} ms", now.duration_since(s.since).as_millis()))
             .unwrap_or_default();
-        let st = super::proc::thread_state(shared.watch.workers[i].tid.load(Ordering::Relaxed));
+        let st = super::proc::thread_state(shared.watch().workers[i].tid.load(Ordering::Relaxed));
         let doing = if st.blocked() {
             st.describe()
         } else {

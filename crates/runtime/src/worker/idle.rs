@@ -25,17 +25,17 @@ impl WorkerLocal {
     #[inline]
     pub(super) fn stop_searching_idle(&self) {
         if self.idle.set_searching(false) {
-            self.shared().sleepers.stop_searching();
+            self.shared().sleepers().stop_searching();
         }
     }
 
     pub(super) fn idle(&self) -> Idle {
         let shared = self.shared();
         let since = clock::ticks();
-        shared.idle.fetch_add(1, Ordering::SeqCst);
+        shared.enter_idle();
         let r = self.idle_inner(shared, since);
-        shared.idle.fetch_sub(1, Ordering::SeqCst);
-        let acct = &shared.workers[self.index].acct;
+        shared.leave_idle();
+        let acct = &shared.workers()[self.index].acct;
         let now = clock::ticks();
         bump(&acct.idle_ticks, now.wrapping_sub(since));
         self.run_start.set(now);
@@ -45,7 +45,7 @@ impl WorkerLocal {
 
     pub(super) fn idle_inner(&self, shared: &Shared, since: u64) -> Idle {
         if !self.idle.set_searching(true) {
-            shared.sleepers.start_searching();
+            shared.sleepers().start_searching();
         }
         // Starts where the last search stopped if that found only a stale entry (see `start`);
         // its length follows how soon this worker was last woken (`idle_state.rs`).
@@ -72,10 +72,10 @@ impl WorkerLocal {
         if self.ready().len() > 0 || !self.deque.is_empty() {
             return Idle::Woke;
         }
-        let me = &shared.workers[self.index];
+        let me = &shared.workers()[self.index];
         let asleep_from = clock::ticks();
         let slept = me.sleep.sleep(
-            &shared.sleepers,
+            shared.sleepers(),
             crate::sleep::safety_net(),
             || self.steal(),
             || shared.may_exit(),
@@ -96,7 +96,7 @@ impl WorkerLocal {
                     asleep_from,
                     clock::ticks(),
                     true,
-                    shared.workers.len() <= footprint_locks::os::cpus(),
+                    shared.workers().len() <= footprint_locks::os::cpus(),
                 );
                 Idle::Woke
             }
@@ -106,7 +106,7 @@ impl WorkerLocal {
                 // One look at once, before this worker counts itself as searching: work it
                 // finds while nobody searches was there for a sleeper to be woken for (a
                 // wake-up the protocol lost, which the safety net made up for).
-                let nobody_searching = shared.sleepers.searching(Ordering::SeqCst) == 0;
+                let nobody_searching = shared.sleepers().searching(Ordering::SeqCst) == 0;
                 match self.steal() {
                     Some(j) => {
                         if nobody_searching {

@@ -104,21 +104,20 @@ impl WorkerLocal {
         WorkerLocal {
             index,
             shared: Arc::as_ptr(shared),
-            me: &shared.workers[index],
+            me: &shared.workers()[index],
             deque: StartDeque::new(deque),
             ready: UnsafeCell::new(ReadyQueue::new(
-                shared.ready_order,
+                shared.ready_order(),
                 shared
-                    .affinity
-                    .as_ref()
+                    .affinity()
                     .map(|a| (a.policy, a.workers[index].clone())),
-                &shared.workers[index].inbox,
+                &shared.workers()[index].inbox,
             )),
             pools: LocalPools::new(),
             ctx: ThreadCtx::off_worker(Arc::as_ptr(shared)),
             tick: Cell::new(0),
             push_seq: Cell::new(0),
-            timed: shared.counters.timed,
+            timed: shared.counters().timed,
             run_start: Cell::new(0),
             tick_stale: Cell::new(true),
             stolen: Cell::new(false),

@@ -57,7 +57,7 @@ impl WorkerLocal {
             if let Some(j) = self.pop_own_inbox(me) {
                 return Some(j);
             }
-            if let Steal::Success(j) = shared.injector.steal() {
+            if let Steal::Success(j) = shared.injector().steal() {
                 return Some(j.into_job());
             }
             if let Some(j) = self.deque.pop() {
@@ -74,7 +74,7 @@ impl WorkerLocal {
         }
         let ready = self.ready();
         if let Some(j) = ready.pop() {
-            if ready.len() > 1 && shared.idle.load(Ordering::Relaxed) > 0 {
+            if ready.len() > 1 && shared.has_idle_workers() {
                 self.spill();
             }
             return Some(j);

@@ -48,7 +48,7 @@ impl WorkerLocal {
         let ready = self.ready();
         ready.len() > 0
             && !matches!(ready, ReadyQueue::Policy(_))
-            && self.shared().idle.load(Ordering::Relaxed) > 0
+            && self.shared().has_idle_workers()
     }
 
     /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
@@ -66,13 +66,13 @@ impl WorkerLocal {
         let shared = self.shared();
         if policy {
             for j in cold {
-                shared.injector.push(match j {
+                shared.injector().push(match j {
                     Job::Task(t) => RawJob::task(t),
                     Job::Stack(r) => RawJob::stack(r),
                 });
             }
         } else {
-            shared.workers[self.index].inbox.push_many(cold);
+            shared.workers()[self.index].inbox.push_many(cold);
         }
         shared.notify_one(self.index);
     }
@@ -81,7 +81,7 @@ impl WorkerLocal {
     /// injector.
     pub(super) fn steal(&self) -> Option<Job> {
         let shared = self.shared();
-        let me = &shared.workers[self.index];
+        let me = &shared.workers()[self.index];
         if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
@@ -97,7 +97,7 @@ impl WorkerLocal {
             let n = tier.len();
             let start = (self.next_rand() as usize) % n;
             for i in 0..n {
-                let v = &shared.workers[tier[(start + i) % n]];
+                let v = &shared.workers()[tier[(start + i) % n]];
                 loop {
                     match v.stealer.steal() {
                         Steal::Success(j) => {
@@ -115,7 +115,7 @@ impl WorkerLocal {
             }
         }
         loop {
-            match shared.injector.steal() {
+            match shared.injector().steal() {
                 Steal::Success(j) => {
                     bump(&me.acct.injector_takes, 1);
                     return Some(j.into_job());

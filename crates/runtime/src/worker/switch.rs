@@ -159,7 +159,7 @@ impl WorkerLocal {
                     describe(t)
                 );
                 crate::task::fail_running(t, Box::new(msg));
-                self.shared().overflows.fetch_add(1, Ordering::Relaxed);
+                self.shared().count_overflow();
                 // The stack was abandoned mid-call; do not reuse it.
                 self.discard_stack(co.into_stack());
             } else {
@@ -217,7 +217,7 @@ impl WorkerLocal {
             },
         };
         t.acct.end_run(ticks, misses);
-        let acct = &self.shared().workers[self.index].acct;
+        let acct = &self.shared().workers()[self.index].acct;
         bump(&acct.busy_ticks, ticks);
         if let Some(m) = misses {
             bump(&acct.misses, m);
@@ -230,13 +230,8 @@ impl WorkerLocal {
     #[cold]
     pub(super) fn counter_failed(&self, e: &dyn std::fmt::Display) {
         let shared = self.shared();
-        bump(&shared.workers[self.index].acct.counter_failures, 1);
-        let mut first = shared
-            .counter_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        first.get_or_insert_with(|| format!("worker {}: {e}", self.index));
-        drop(first);
+        bump(&shared.workers()[self.index].acct.counter_failures, 1);
+        shared.note_counter_error(|| format!("worker {}: {e}", self.index));
         // SAFETY: owner-only; called outside any other borrow of the source (the callers'
         // borrows ended with the failed read).
         unsafe { *self.source.get() = None };
@@ -244,7 +239,7 @@ impl WorkerLocal {
 
     /// Makes this worker's counter source (on its own OS thread), if misses are counted.
     pub(crate) fn open_source(&self) {
-        let Some(make) = &self.shared().counters.source else {
+        let Some(make) = &self.shared().counters().source else {
             return;
         };
         match make(self.index) {
@@ -255,7 +250,7 @@ impl WorkerLocal {
     }
 
     pub(super) fn finish_park(&self, task: Arc<Task>, misses: Option<u64>) {
-        bump(&self.shared().workers[self.index].acct.parks, 1);
+        bump(&self.shared().workers()[self.index].acct.parks, 1);
         crate::trace::park(self.index);
         if self.timed {
             task.acct.parked_at(self.run_start.get());
@@ -299,13 +294,13 @@ unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
             f,
             std::ptr::from_ref(shared).cast(),
             false,
-            shared.stack_size,
+            shared.stack_size(),
             None,
             None,
             w.index,
         )
     };
-    let s = &shared.workers[w.index].spawned;
+    let s = &shared.workers()[w.index].spawned;
     s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
     t
 }
