@@ -6,7 +6,6 @@
 
 use crate::handle::JoinHandle;
 use crate::registry::Shared;
-use crate::runtime;
 use crate::task::Task;
 use crate::worker::local::ThreadCtx;
 use crate::{context, handle, spawn};
@@ -131,7 +130,7 @@ where
 fn current_shared_or_global() -> *const Shared {
     let s = context::current_shared();
     if s.is_null() {
-        runtime::global_shared()
+        crate::global::global_shared()
     } else {
         s
     }

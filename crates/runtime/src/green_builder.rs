@@ -3,8 +3,8 @@
 
 use crate::context;
 use crate::error::Error;
+use crate::global::global_shared;
 use crate::handle::JoinHandle;
-use crate::runtime::global_shared;
 use crate::spawn::{spawn_raw, SpawnOptions};
 use crate::stack::check_stack_size;
 use std::marker::PhantomData;

@@ -3,10 +3,11 @@
 //! names.
 
 use crate::context;
+use crate::global::global;
 use crate::join::scope;
 use crate::loops::LoopStats;
 use crate::placement::migrate_to;
-use crate::runtime::{global, Runtime};
+use crate::runtime::Runtime;
 
 /// The number of workers of the runtime the caller runs on, or of the global runtime (built
 /// on first use) when the caller is not on a runtime's worker (rayon's `current_num_threads`).

@@ -34,9 +34,10 @@ mod watch;
 pub use controller::Reason as AdaptiveReason;
 pub use stats::{AdaptiveDecision, AdaptiveSample, AdaptiveStats};
 
+use crate::builder::Builder;
 use crate::error::Error;
 use crate::registry::Shared;
-use crate::runtime::{Builder, Runtime};
+use crate::runtime::Runtime;
 use state::EXTERNAL_PROGRESS;
 use std::ops::RangeInclusive;
 use std::sync::atomic::Ordering;
