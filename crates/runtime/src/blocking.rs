@@ -6,7 +6,7 @@
 
 use crate::handle::JoinHandle;
 use crate::registry::Shared;
-use crate::task::Task;
+use crate::task::{Task, TaskSetup};
 use crate::worker::local::ThreadCtx;
 use crate::{context, handle, spawn};
 use std::collections::VecDeque;
@@ -116,7 +116,19 @@ where
 {
     let t = Arc::new(Task::new());
     // SAFETY: a fresh Arc is unique.
-    unsafe { t.init(f, shared.cast(), true, 0, None, None, 0) };
+    unsafe {
+        t.init(
+            f,
+            TaskSetup {
+                runtime: shared.cast(),
+                with_handle: true,
+                stack_size: 0,
+                name: None,
+                scope: None,
+                worker: 0,
+            },
+        )
+    };
     // Never claimable by a joiner: it must run on a blocking thread.
     // SAFETY: the block is still ours alone.
     unsafe { t.claim_owned() };

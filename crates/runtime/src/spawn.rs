@@ -7,7 +7,7 @@ use crate::placement;
 use crate::pool::recycle_on;
 use crate::registry::Shared;
 use crate::spare::{entry_ref, keep_entry_ref};
-use crate::task::{self, PlacementHints, Task};
+use crate::task::{self, PlacementHints, Task, TaskSetup};
 use crate::worker::local::{ThreadCtx, WorkerLocal};
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -71,7 +71,17 @@ where
             let w = &*(*c).worker();
             let t = w.take_task();
             register(&t);
-            t.init(f, rt, true, stack_size, name, scope, w.index());
+            t.init(
+                f,
+                TaskSetup {
+                    runtime: rt,
+                    with_handle: true,
+                    stack_size,
+                    name,
+                    scope,
+                    worker: w.index(),
+                },
+            );
             let s = &shared.workers()[w.index()].spawned;
             s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
             match hints {
@@ -88,7 +98,17 @@ where
         } else {
             let t = shared.pools().take_task();
             register(&t);
-            t.init(f, rt, true, stack_size, name, scope, 0);
+            t.init(
+                f,
+                TaskSetup {
+                    runtime: rt,
+                    with_handle: true,
+                    stack_size,
+                    name,
+                    scope,
+                    worker: 0,
+                },
+            );
             shared.count_external_spawn();
             match hints {
                 None => {

@@ -327,6 +327,22 @@ unsafe impl Send for Task {}
 // SAFETY: as above.
 unsafe impl Sync for Task {}
 
+/// What a new green thread is set up with besides its closure ([`Task::init`]).
+pub(crate) struct TaskSetup {
+    /// Its runtime's `registry::Shared`, untyped (see `Task::shared`).
+    pub(crate) runtime: *const (),
+    /// Whether a `JoinHandle` (or a joiner) will take the result; `false` for a detached thread.
+    pub(crate) with_handle: bool,
+    /// The stack size it asks for.
+    pub(crate) stack_size: usize,
+    /// Its name (`GreenBuilder::name`).
+    pub(crate) name: Option<Arc<str>>,
+    /// The scope it belongs to (`join::scope`).
+    pub(crate) scope: Option<Arc<ScopeShared>>,
+    /// The worker it is created on (its `last_worker` until it first runs).
+    pub(crate) worker: usize,
+}
+
 static EMPTY_VTABLE: JobVtable = VtableFor::<fn(), ()>::VTABLE;
 
 impl Task {
@@ -469,19 +485,18 @@ impl Task {
     /// which holds only blocks whose strong count was 1 and that never had a `Weak`). Its waiter,
     /// scope, name and hints are `None` (a fresh block, or one `pool::recycle` cleared), so they
     /// are written without dropping the old values.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn init<F, T>(
-        &self,
-        f: F,
-        shared: *const (),
-        with_handle: bool,
-        stack_size: usize,
-        name: Option<Arc<str>>,
-        scope: Option<Arc<ScopeShared>>,
-        worker: usize,
-    ) where
+    pub(crate) unsafe fn init<F, T>(&self, f: F, setup: TaskSetup)
+    where
         F: FnOnce() -> T,
     {
+        let TaskSetup {
+            runtime: shared,
+            with_handle,
+            stack_size,
+            name,
+            scope,
+            worker,
+        } = setup;
         self.life.store(LIFE_NEW, Ordering::Relaxed);
         self.handle.reset(with_handle);
         self.park.reset();

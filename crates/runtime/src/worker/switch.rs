@@ -8,7 +8,7 @@ use crate::counters::WorkerSource;
 use crate::job::{Job, StackJobRef};
 use crate::pool::recycle;
 use crate::spawn::count_finished;
-use crate::task::{Co, Exit, Reason, Task, LIFE_RUNNING};
+use crate::task::{Co, Exit, Reason, Task, TaskSetup, LIFE_RUNNING};
 use crate::worker::local::WorkerLocal;
 use corosensei::CoroutineResult;
 use std::ptr;
@@ -292,12 +292,14 @@ unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
     unsafe {
         t.init(
             f,
-            std::ptr::from_ref(shared).cast(),
-            false,
-            shared.stack_size(),
-            None,
-            None,
-            w.index,
+            TaskSetup {
+                runtime: std::ptr::from_ref(shared).cast(),
+                with_handle: false,
+                stack_size: shared.stack_size(),
+                name: None,
+                scope: None,
+                worker: w.index,
+            },
         )
     };
     let s = &shared.workers()[w.index].spawned;
