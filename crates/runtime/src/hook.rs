@@ -76,7 +76,7 @@ fn find_higher(than: PriorityClass) -> Option<usize> {
 
 fn higher(j: &Job, than: PriorityClass) -> bool {
     match j {
-        Job::Task(t) => t.class.get() > than,
+        Job::Task(t) => t.class_cell().get() > than,
         Job::Stack(_) => PriorityClass::Running > than,
     }
 }
@@ -89,7 +89,7 @@ impl SchedulerHook for GreenHook {
         } else {
             // SAFETY: the control block outlives the green thread (contract of class_cell: valid
             // while the current thread lives).
-            unsafe { &(*t).class }
+            unsafe { (*t).class_cell() }
         }
     }
 
@@ -212,6 +212,6 @@ pub(crate) fn lock_wait_sink(ns: u64) {
     if !t.is_null() {
         // SAFETY: the running green thread of this worker is alive while it runs; only it
         // writes its lock wait (it is the caller).
-        crate::accounting::bump(unsafe { &(*t).acct.lock_wait_ns }, ns);
+        unsafe { (*t).account().add_lock_wait(ns) };
     }
 }

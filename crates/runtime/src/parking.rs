@@ -58,7 +58,7 @@ pub(crate) fn park_current() {
     }
     // SAFETY: t is the running green thread, alive while it runs.
     unsafe {
-        if (*t).park.take_permit() {
+        if (*t).park_state().take_permit() {
             return;
         }
         let timed = bandwidth::engaged() && bandwidth::before_park();
@@ -135,7 +135,7 @@ pub(crate) fn promote_ready(scan: usize, pred: impl Fn(&Job) -> bool) -> bool {
 impl Task {
     /// Makes a permit available and schedules the thread if it is parked.
     pub(crate) fn unpark_task(self: &Task, hint: Placement) {
-        if self.park.unpark() {
+        if self.park_state().unpark() {
             // SAFETY: a parked task's run reference was leaked with Arc::into_raw by the worker
             // that parked it; winning PARKED -> EMPTY (`ParkState::unpark`) makes it ours.
             let task = unsafe { Arc::from_raw(self as *const Task) };

@@ -90,7 +90,12 @@ impl ThreadStats {
 pub fn current_stats() -> Option<ThreadStats> {
     let (t, w) = current_green_on_worker()?;
     // SAFETY: both are the calling thread's own: the running green thread and its worker.
-    unsafe { Some(ThreadStats::from_account(&(*t).acct, (*w).running_ticks())) }
+    unsafe {
+        Some(ThreadStats::from_account(
+            (*t).account(),
+            (*w).running_ticks(),
+        ))
+    }
 }
 
 impl fmt::Display for ThreadStats {

@@ -110,7 +110,7 @@ pub(crate) fn state(shared: &Shared) -> String {
     }
     let mut parked: Vec<(usize, Wait)> = Vec::new();
     for_each_block(|t| {
-        if t.park.is_parked() {
+        if t.park_state().is_parked() {
             let w = t.extras().wait.read();
             if w.runtime == me {
                 parked.push((t as *const crate::task::Task as usize, w));

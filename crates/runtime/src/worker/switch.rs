@@ -8,7 +8,7 @@ use crate::counters::WorkerSource;
 use crate::job::{Job, StackJobRef};
 use crate::pool::recycle;
 use crate::spawn::count_finished;
-use crate::task::{Co, Exit, Reason, Task, TaskSetup, LIFE_RUNNING};
+use crate::task::{Co, Exit, Reason, Task, TaskSetup};
 use crate::worker::local::WorkerLocal;
 use corosensei::CoroutineResult;
 use std::ptr;
@@ -41,7 +41,7 @@ impl WorkerLocal {
             }
             loop {
                 let t: &Task = &task;
-                debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
+                debug_assert!(t.is_running());
                 bump(&self.me().acct.runs, 1);
                 if self.timed {
                     self.begin_run(t);
@@ -52,7 +52,7 @@ impl WorkerLocal {
                     .store(ptr::from_ref(t).cast_mut(), Ordering::Relaxed);
                 // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
                 // block (the cell's owner) outlives that: we hold its run reference.
-                crate::hook::publish_running(self.me(), &t.class);
+                crate::hook::publish_running(self.me(), t.class_cell());
                 let co = t.coroutine();
                 // Two resume sites used in turn (see `resume_at_site_0`).
                 let site = self.resume_site.get();
@@ -189,7 +189,8 @@ impl WorkerLocal {
             self.run_start.get()
         };
         let moved = t.last_worker() != self.index;
-        t.acct.begin_run(now, moved, self.stolen.replace(false));
+        t.account()
+            .begin_run(now, moved, self.stolen.replace(false));
         // SAFETY: owner-only; no other borrow of the source is live.
         if let Some(src) = unsafe { &mut *self.source.get() } {
             if let Err(e) = src.begin() {
@@ -216,7 +217,7 @@ impl WorkerLocal {
                 }
             },
         };
-        t.acct.end_run(ticks, misses);
+        t.account().end_run(ticks, misses);
         let acct = &self.shared().workers()[self.index].acct;
         bump(&acct.busy_ticks, ticks);
         if let Some(m) = misses {
@@ -253,7 +254,7 @@ impl WorkerLocal {
         bump(&self.shared().workers()[self.index].acct.parks, 1);
         crate::trace::park(self.index);
         if self.timed {
-            task.acct.parked_at(self.run_start.get());
+            task.account().parked_at(self.run_start.get());
         }
         // SAFETY: we hold the run reference (it just parked here); the record is written before
         // the park state publishes the thread to unparkers.
@@ -262,7 +263,7 @@ impl WorkerLocal {
         // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
         // leaked until an unparker takes it back.
         unsafe {
-            if !(*raw).park.publish_parked() {
+            if !(*raw).park_state().publish_parked() {
                 // A permit arrived between the park request and now (`publish_parked` consumed
                 // it): run the thread again.
                 let task = Arc::from_raw(raw);
