@@ -22,9 +22,7 @@ use std::time::{Duration, Instant};
 /// call, alive until then (`set_scheduled_class_cell`'s contract).
 #[inline(always)]
 pub(crate) unsafe fn publish_running(worker: &WorkerShared, cell: *const ClassCell) {
-    // Relaxed: a waiter only compares the pointer (never dereferences it) to decide between
-    // spinning and parking, and re-reads it; a stale value costs at most a short spin.
-    worker.running.store(cell.cast_mut(), Ordering::Relaxed);
+    worker.set_running(cell);
     // SAFETY: per this function's contract.
     unsafe { footprint_locks::hook::set_scheduled_class_cell(cell) };
 }
@@ -159,9 +157,11 @@ impl SchedulerHook for GreenHook {
         if thread.is_none() {
             return RunState::Unknown;
         }
-        let running = shared.workers().iter().enumerate().any(|(i, w)| {
-            i != me.index() && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
-        });
+        let running = shared
+            .workers()
+            .iter()
+            .enumerate()
+            .any(|(i, w)| i != me.index() && ThreadTag::of(w.running()) == thread);
         if running {
             RunState::RunningElsewhere
         } else {
@@ -173,7 +173,7 @@ impl SchedulerHook for GreenHook {
         let Some((_, me)) = here() else {
             return false;
         };
-        let inbox = &me.me().inbox;
+        let inbox = &me.me().inbox();
         // SAFETY: the ready structure is the calling worker's own; no borrow of it is live.
         let ready = unsafe { (*me.ready_mut()).len() };
         ready > 0
@@ -189,7 +189,7 @@ impl SchedulerHook for GreenHook {
                 .workers()
                 .iter()
                 .enumerate()
-                .filter(|(i, w)| *i != me.index() && !w.running.load(Ordering::Relaxed).is_null())
+                .filter(|(i, w)| *i != me.index() && !w.running().is_null())
                 .count(),
         )
     }

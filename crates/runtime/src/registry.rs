@@ -46,22 +46,98 @@ impl Task {
 
 /// The part of a worker others may touch.
 pub(crate) struct WorkerShared {
-    pub(crate) stealer: Stealer<RawJob>,
-    pub(crate) inbox: Inbox,
+    stealer: Stealer<RawJob>,
+    inbox: Inbox,
     /// The idle protocol's word (`sleep/word.rs`).
-    pub(crate) sleep: CachePadded<SleepWord>,
-    pub(crate) cpu: Option<usize>,
+    sleep: CachePadded<SleepWord>,
+    cpu: Option<usize>,
     /// Victim worker indices, nearest tier first.
-    pub(crate) steal_tiers: Vec<Vec<usize>>,
+    steal_tiers: Vec<Vec<usize>>,
     /// Green threads created / finished by this worker (written by the owner only).
-    pub(crate) spawned: CachePadded<AtomicU64>,
-    pub(crate) finished: AtomicU64,
+    spawned: CachePadded<AtomicU64>,
+    finished: AtomicU64,
     // accounting: this worker's totals, written by its own OS thread only.
-    pub(crate) acct: CachePadded<WorkerAccount>,
+    acct: CachePadded<WorkerAccount>,
     /// The class cell of the green thread running here now (null between runs): what a lock
     /// waiter on another worker compares its lock's holder with (`hook.rs`, `run_state`).
     /// Written by the owner at every resumption and suspension.
-    pub(crate) running: CachePadded<AtomicPtr<ClassCell>>,
+    running: CachePadded<AtomicPtr<ClassCell>>,
+}
+
+impl WorkerShared {
+    /// The thieves' end of its start deque.
+    #[inline]
+    pub(crate) fn stealer(&self) -> &Stealer<RawJob> {
+        &self.stealer
+    }
+
+    /// Its inbox.
+    #[inline]
+    pub(crate) fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    /// Its idle-protocol word.
+    #[inline]
+    pub(crate) fn sleep(&self) -> &SleepWord {
+        &self.sleep
+    }
+
+    /// The CPU it is pinned to, if pinned.
+    #[inline]
+    pub(crate) fn cpu(&self) -> Option<usize> {
+        self.cpu
+    }
+
+    /// Victim worker indices, nearest tier first.
+    #[inline]
+    pub(crate) fn steal_tiers(&self) -> &[Vec<usize>] {
+        &self.steal_tiers
+    }
+
+    /// Its accounting totals (bumped by its own OS thread only).
+    #[inline]
+    pub(crate) fn account(&self) -> &WorkerAccount {
+        &self.acct
+    }
+
+    /// Counts a green thread created on this worker (by its own OS thread only: a plain
+    /// increment, published with Release for `Shared::live`).
+    #[inline]
+    pub(crate) fn count_spawned(&self) {
+        let s = &self.spawned;
+        s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
+    /// Counts a green thread finished on this worker (its own OS thread only, as
+    /// [`count_spawned`](Self::count_spawned)).
+    #[inline]
+    pub(crate) fn count_finished(&self) {
+        let f = &self.finished;
+        f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
+    /// Green threads created / finished on this worker so far.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.spawned.load(Ordering::Relaxed),
+            self.finished.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Publishes the class cell of the green thread running here now (null between runs).
+    /// Relaxed: a waiter only compares the pointer (never dereferences it) to decide between
+    /// spinning and parking, and re-reads it; a stale value costs at most a short spin.
+    #[inline]
+    pub(crate) fn set_running(&self, cell: *const ClassCell) {
+        self.running.store(cell.cast_mut(), Ordering::Relaxed);
+    }
+
+    /// The class cell [`set_running`](Self::set_running) published last (null: none runs).
+    #[inline]
+    pub(crate) fn running(&self) -> *const ClassCell {
+        self.running.load(Ordering::Relaxed)
+    }
 }
 
 impl WorkerShared {

@@ -253,7 +253,7 @@ impl Runtime {
 
     /// The CPU each worker is pinned to (`None` when built with `pin(false)`).
     pub fn worker_cpus(&self) -> Vec<Option<usize>> {
-        self.shared.workers().iter().map(|w| w.cpu).collect()
+        self.shared.workers().iter().map(|w| w.cpu()).collect()
     }
 
     /// The topology the workers' steal order was derived from.

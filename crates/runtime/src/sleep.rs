@@ -111,7 +111,7 @@ impl Shared {
         let (upto, after) = self
             .workers()
             .split_at((from + 1).min(self.workers().len()));
-        wake_one(self.sleepers(), after.iter().chain(upto).map(|w| &*w.sleep))
+        wake_one(self.sleepers(), after.iter().chain(upto).map(|w| w.sleep()))
     }
 
     /// Wakes up to `n` sleeping workers at once (searchers or not), after worker `from` pushed
@@ -125,7 +125,7 @@ impl Shared {
             .split_at((from + 1).min(self.workers().len()));
         wake_many(
             self.sleepers(),
-            after.iter().chain(upto).map(|w| &*w.sleep),
+            after.iter().chain(upto).map(|w| w.sleep()),
             n,
         )
     }
@@ -137,13 +137,13 @@ impl Shared {
     pub(crate) fn notify_worker(&self, w: usize) {
         let ws = &self.workers()[w];
         // `wake_after_publish` issued the fence.
-        if !ws.sleep.wake_after_publish(self.sleepers()) && self.sleepers().wake_needed() {
+        if !ws.sleep().wake_after_publish(self.sleepers()) && self.sleepers().wake_needed() {
             self.wake_one_from(w);
         }
     }
 
     pub(crate) fn notify_all(&self) {
-        wake_all(self.sleepers(), self.workers().iter().map(|w| &*w.sleep));
+        wake_all(self.sleepers(), self.workers().iter().map(|w| w.sleep()));
     }
 
     /// Workers currently asleep on their futex (or about to be), resting ones included.
@@ -152,7 +152,7 @@ impl Shared {
             .iter()
             .filter(|w| {
                 matches!(
-                    w.sleep.state(Ordering::Acquire),
+                    w.sleep().state(Ordering::Acquire),
                     word::SLEEPING | word::SURPLUS
                 )
             })

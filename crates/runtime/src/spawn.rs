@@ -10,7 +10,6 @@ use crate::spare::{entry_ref, keep_entry_ref};
 use crate::task::{self, PlacementHints, Task, TaskSetup};
 use crate::worker::local::{ThreadCtx, WorkerLocal};
 use std::ptr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What a green thread is spawned with besides its closure. The default (no name, the
@@ -82,8 +81,7 @@ where
                     worker: w.index(),
                 },
             );
-            let s = &shared.workers()[w.index()].spawned;
-            s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+            shared.workers()[w.index()].count_spawned();
             match hints {
                 None => {
                     w.deque().push(RawJob::task(entry_ref(&t)));
@@ -228,7 +226,7 @@ unsafe fn take_back_below(w: &WorkerLocal, top: Job, data: *const (), seq: u64) 
     }
     if !others.is_empty() {
         let shared = w.shared();
-        shared.workers()[w.index()].inbox.push_many(others);
+        shared.workers()[w.index()].inbox().push_many(others);
         shared.notify_one(w.index());
     }
     found
@@ -298,8 +296,7 @@ pub(crate) unsafe fn count_finished_on(t: &Task, w: *const WorkerLocal) {
         }
         // Per our contract `w` is null or our live worker (its `me` is its `WorkerShared`).
         if !w.is_null() && ptr::eq((*w).shared(), shared) {
-            let f = &(*w).me().finished;
-            f.store(f.load(Ordering::Relaxed) + 1, Ordering::Release);
+            (*w).me().count_finished();
         } else {
             shared.count_external_finish();
         }

@@ -364,9 +364,10 @@ impl RuntimeStats {
             ..RuntimeStats::default()
         };
         for w in sh.workers().iter() {
-            s.spawned += w.spawned.load(Ordering::Relaxed);
-            s.finished += w.finished.load(Ordering::Relaxed);
-            let ws = WorkerStats::from_account(&w.acct, w.cpu, w.inbox.woken());
+            let (spawned, finished) = w.counts();
+            s.spawned += spawned;
+            s.finished += finished;
+            let ws = WorkerStats::from_account(w.account(), w.cpu(), w.inbox().woken());
             s.steals += ws.steals();
             s.workers.push(ws);
         }

@@ -58,24 +58,24 @@ impl WorkerLocal {
         sh.notify_one(self.index());
         loop {
             self.hand_off(sh);
-            if me.inbox.bound_len.load(Ordering::Acquire) > 0 {
+            if me.inbox().bound_len.load(Ordering::Acquire) > 0 {
                 break;
             }
-            me.sleep.announce_rest();
+            me.sleep().announce_rest();
             if !self.surplus() {
                 break;
             }
-            if me.inbox.len.load(Ordering::SeqCst) > 0
-                || me.inbox.bound_len.load(Ordering::SeqCst) > 0
+            if me.inbox().len.load(Ordering::SeqCst) > 0
+                || me.inbox().bound_len.load(Ordering::SeqCst) > 0
             {
                 continue; // arrived before the store: hand it off (or run it) first
             }
-            me.sleep.rest();
+            me.sleep().rest();
             if !self.surplus() {
                 break;
             }
         }
-        me.sleep.set_awake();
+        me.sleep().set_awake();
     }
 
     /// Moves the ready structure, the start deque and the stealable inbox into the injector and
@@ -93,7 +93,7 @@ impl WorkerLocal {
             sh.injector().push(j);
             moved += 1;
         }
-        while let Some(j) = me.inbox.pop() {
+        while let Some(j) = me.inbox().pop() {
             sh.injector().push(RawJob::from(j));
             moved += 1;
         }

@@ -511,7 +511,7 @@ fn apply(shared: &Shared, n: &NodeState, share: Option<&[usize]>) -> Result<(), 
         None => {
             shared.set_active(workers);
             for (i, &tid) in tids.iter().enumerate().filter(|(_, &t)| t != 0) {
-                if let Some(cpu) = shared.workers()[i].cpu {
+                if let Some(cpu) = shared.workers()[i].cpu() {
                     pin(tid, &[cpu])?;
                 } else {
                     let all = footprint_affinity::allowed_cpus().map_err(|e| e.to_string())?;

@@ -81,7 +81,7 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
     let home = task.last_worker() % n;
     match here {
         Some(h) if h == home => Route::Local,
-        Some(_) if shared.workers()[home].sleep.is_sleeping() => Route::Local,
+        Some(_) if shared.workers()[home].sleep().is_sleeping() => Route::Local,
         _ => Route::Inbox(home),
     }
 }
@@ -149,7 +149,7 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         (Route::Local, Some(w)) if w.index() >= shared.active_limit() => to_injector(shared, task),
         // Another thread waits here already and a worker idles: where it can take this one.
         (Route::Local, Some(w)) if w.offers_woken() => {
-            shared.workers()[w.index()].inbox.push(Job::Task(task));
+            shared.workers()[w.index()].inbox().push(Job::Task(task));
             shared.notify_one(w.index());
         }
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
@@ -159,11 +159,11 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         // so a wake-up placed there (its last worker, say) goes to the injector instead.
         (Route::Inbox(w), _) if w >= shared.active_limit() => to_injector(shared, task),
         (Route::Inbox(w), _) => {
-            shared.workers()[w].inbox.push(Job::Task(task));
+            shared.workers()[w].inbox().push(Job::Task(task));
             shared.notify_worker(w);
         }
         (Route::Bound(w, key), _) => {
-            shared.workers()[w].inbox.push_bound(key, Job::Task(task));
+            shared.workers()[w].inbox().push_bound(key, Job::Task(task));
             shared.notify_worker(w);
         }
     }

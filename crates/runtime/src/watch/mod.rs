@@ -98,7 +98,7 @@ fn observe(shared: &Shared, hang: &mut HangState, now: Instant) -> bool {
     {
         let mut seen = watch.seen.lock().unwrap_or_else(|e| e.into_inner());
         for (i, w) in shared.workers().iter().enumerate() {
-            let runs = w.acct.runs.load(Ordering::Relaxed);
+            let runs = w.account().runs.load(Ordering::Relaxed);
             total_runs = total_runs.wrapping_add(runs);
             let current = watch.current_of(i);
             busy |= current != 0;

@@ -76,10 +76,10 @@ pub(crate) fn state(shared: &Shared) -> String {
     let mut running = 0usize;
     for (i, w) in shared.workers().iter().enumerate() {
         let current = shared.watch().current_of(i);
-        let cpu = w.cpu.map_or("unpinned".into(), |c| format!("cpu {c}"));
+        let cpu = w.cpu().map_or("unpinned".into(), |c| format!("cpu {c}"));
         let _ = write!(out, "  worker {i} ({cpu}): ");
         if current == 0 {
-            let asleep = w.sleep.state(Ordering::Relaxed) == crate::sleep::word::SLEEPING;
+            let asleep = w.sleep().state(Ordering::Relaxed) == crate::sleep::word::SLEEPING;
             let _ = writeln!(
                 out,
                 "{}",
@@ -97,7 +97,7 @@ pub(crate) fn state(shared: &Shared) -> String {
             .get(i)
             .copied()
             .flatten()
-            .filter(|s| s.current == current && s.runs == w.acct.runs.load(Ordering::Relaxed))
+            .filter(|s| s.current == current && s.runs == w.account().runs.load(Ordering::Relaxed))
             .map(|s| format!(" for {} ms", now.duration_since(s.since).as_millis()))
             .unwrap_or_default();
         let st = super::proc::thread_state(shared.watch().workers[i].tid.load(Ordering::Relaxed));

@@ -35,7 +35,7 @@ impl WorkerLocal {
         shared.enter_idle();
         let r = self.idle_inner(shared, since);
         shared.leave_idle();
-        let acct = &shared.workers()[self.index].acct;
+        let acct = &shared.workers()[self.index].account();
         let now = clock::ticks();
         bump(&acct.idle_ticks, now.wrapping_sub(since));
         self.run_start.set(now);
@@ -74,12 +74,12 @@ impl WorkerLocal {
         }
         let me = &shared.workers()[self.index];
         let asleep_from = clock::ticks();
-        let slept = me.sleep.sleep(
+        let slept = me.sleep().sleep(
             shared.sleepers(),
             crate::sleep::safety_net(),
             || self.steal(),
             || shared.may_exit(),
-            || bump(&me.acct.sleeps, 1),
+            || bump(&me.account().sleeps, 1),
         );
         match slept {
             Slept::Found(j, woken) => {
@@ -102,7 +102,7 @@ impl WorkerLocal {
             }
             Slept::Expired => {
                 self.idle.slept(asleep_from, clock::ticks(), false, false);
-                bump(&me.acct.expired_sleeps, 1);
+                bump(&me.account().expired_sleeps, 1);
                 // One look at once, before this worker counts itself as searching: work it
                 // finds while nobody searches was there for a sleeper to be woken for (a
                 // wake-up the protocol lost, which the safety net made up for).
@@ -110,7 +110,7 @@ impl WorkerLocal {
                 match self.steal() {
                     Some(j) => {
                         if nobody_searching {
-                            bump(&me.acct.expired_with_work, 1);
+                            bump(&me.account().expired_with_work, 1);
                         }
                         Idle::Found(j)
                     }

@@ -111,7 +111,7 @@ impl WorkerLocal {
                 shared
                     .affinity()
                     .map(|a| (a.policy, a.workers[index].clone())),
-                &shared.workers()[index].inbox,
+                shared.workers()[index].inbox(),
             )),
             pools: LocalPools::new(),
             ctx: ThreadCtx::off_worker(Arc::as_ptr(shared)),

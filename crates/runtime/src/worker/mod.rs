@@ -139,7 +139,7 @@ impl WorkerLocal {
     /// those go first.
     #[inline]
     fn no_new_local_work(&self) -> bool {
-        let inbox = &self.me().inbox;
+        let inbox = &self.me().inbox();
         inbox.len.load(Ordering::Acquire) == 0
             && inbox.bound_len.load(Ordering::Acquire) == 0
             && self.deque.is_empty()

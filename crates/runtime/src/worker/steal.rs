@@ -16,19 +16,19 @@ impl WorkerLocal {
     /// comes first, so the default orders pay nothing more than before.
     #[inline]
     pub(super) fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
-        if me.inbox.len.load(Ordering::Acquire) == 0 {
+        if me.inbox().len.load(Ordering::Acquire) == 0 {
             // placement: threads placed here by a hint wait in the bound queue.
-            if me.inbox.bound_len.load(Ordering::Acquire) == 0 {
+            if me.inbox().bound_len.load(Ordering::Acquire) == 0 {
                 return None;
             }
-            return me.inbox.pop_bound();
+            return me.inbox().pop_bound();
         }
-        if let Some(j) = me.inbox.pop_bound() {
+        if let Some(j) = me.inbox().pop_bound() {
             return Some(j);
         }
         match self.ready() {
             ReadyQueue::Policy(p) => p.pop(),
-            _ => me.inbox.pop(),
+            _ => me.inbox().pop(),
         }
     }
 
@@ -72,7 +72,7 @@ impl WorkerLocal {
                 });
             }
         } else {
-            shared.workers()[self.index].inbox.push_many(cold);
+            shared.workers()[self.index].inbox().push_many(cold);
         }
         shared.notify_one(self.index);
     }
@@ -93,13 +93,13 @@ impl WorkerLocal {
         if self.surplus() {
             return None;
         }
-        for (ti, tier) in me.steal_tiers.iter().enumerate() {
+        for (ti, tier) in me.steal_tiers().iter().enumerate() {
             let n = tier.len();
             let start = (self.next_rand() as usize) % n;
             for i in 0..n {
                 let v = &shared.workers()[tier[(start + i) % n]];
                 loop {
-                    match v.stealer.steal() {
+                    match v.stealer().steal() {
                         Steal::Success(j) => {
                             self.count_steal(me, ti);
                             return Some(j.into_job());
@@ -108,7 +108,7 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                if let Some(j) = v.inbox.pop() {
+                if let Some(j) = v.inbox().pop() {
                     self.count_steal(me, ti);
                     return Some(j);
                 }
@@ -117,7 +117,7 @@ impl WorkerLocal {
         loop {
             match shared.injector().steal() {
                 Steal::Success(j) => {
-                    bump(&me.acct.injector_takes, 1);
+                    bump(&me.account().injector_takes, 1);
                     return Some(j.into_job());
                 }
                 Steal::Retry => continue,
@@ -129,7 +129,7 @@ impl WorkerLocal {
     /// Counts a steal from tier `tier` and marks the job about to run as stolen.
     #[inline]
     pub(super) fn count_steal(&self, me: &WorkerShared, tier: usize) {
-        bump(&me.acct.steals_by_tier[tier], 1);
+        bump(&me.account().steals_by_tier[tier], 1);
         crate::trace::steal(self.index, tier);
         self.stolen.set(true);
     }

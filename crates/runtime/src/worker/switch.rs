@@ -42,7 +42,7 @@ impl WorkerLocal {
             loop {
                 let t: &Task = &task;
                 debug_assert!(t.is_running());
-                bump(&self.me().acct.runs, 1);
+                bump(&self.me().account().runs, 1);
                 if self.timed {
                     self.begin_run(t);
                 }
@@ -218,7 +218,7 @@ impl WorkerLocal {
             },
         };
         t.account().end_run(ticks, misses);
-        let acct = &self.shared().workers()[self.index].acct;
+        let acct = &self.shared().workers()[self.index].account();
         bump(&acct.busy_ticks, ticks);
         if let Some(m) = misses {
             bump(&acct.misses, m);
@@ -231,7 +231,7 @@ impl WorkerLocal {
     #[cold]
     pub(super) fn counter_failed(&self, e: &dyn std::fmt::Display) {
         let shared = self.shared();
-        bump(&shared.workers()[self.index].acct.counter_failures, 1);
+        bump(&shared.workers()[self.index].account().counter_failures, 1);
         shared.note_counter_error(|| format!("worker {}: {e}", self.index));
         // SAFETY: owner-only; called outside any other borrow of the source (the callers'
         // borrows ended with the failed read).
@@ -251,7 +251,7 @@ impl WorkerLocal {
     }
 
     pub(super) fn finish_park(&self, task: Arc<Task>, misses: Option<u64>) {
-        bump(&self.shared().workers()[self.index].acct.parks, 1);
+        bump(&self.shared().workers()[self.index].account().parks, 1);
         crate::trace::park(self.index);
         if self.timed {
             task.account().parked_at(self.run_start.get());
@@ -303,8 +303,7 @@ unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
             },
         )
     };
-    let s = &shared.workers()[w.index].spawned;
-    s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+    shared.workers()[w.index].count_spawned();
     t
 }
 
