@@ -9,7 +9,7 @@
 //!
 //! This module holds the data and its plain accessors; the behaviour lives beside it:
 //! `sleep.rs` (the idle protocol), `pool.rs` (the pools), `context.rs` (the thread-local
-//! context), `spawn.rs`, `park.rs` and `worker/` (the worker loop).
+//! context), `spawn.rs`, `parking.rs` and `worker/` (the worker loop).
 
 use crate::accounting::WorkerAccount;
 use crate::config::Config;
