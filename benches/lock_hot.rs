@@ -52,7 +52,7 @@ use footprint::locks::placement;
 
 use footprint_workloads::lock_hot as bodies;
 
-use bodies::{Green, LockBench, OsThreads, ALL, WORKERS};
+use bodies::{Green, LockBench, OsThreads, ALL, THREADS, WORKERS};
 
 /// One benchmark, four variants side by side.
 fn compare(c: &mut Criterion, green: &Green, adaptive: &Green, bench: &LockBench) {
@@ -76,7 +76,7 @@ fn compare(c: &mut Criterion, green: &Green, adaptive: &Green, bench: &LockBench
         b.iter_custom(|iters| (0..iters).map(|_| (bench.green)(adaptive)).sum())
     });
     g.bench_function("std", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| (bench.os)(&OsThreads)).sum())
+        b.iter_custom(|iters| (0..iters).map(|_| (bench.os)(&OsThreads::default())).sum())
     });
     g.finish();
 }
@@ -86,12 +86,18 @@ fn lock_hot(c: &mut Criterion) {
         .workers(WORKERS)
         .build()
         .unwrap_or_else(|e| panic!("a {WORKERS}-worker runtime: {e}"));
-    let green = Green { rt };
+    let green = Green {
+        rt,
+        threads: THREADS,
+    };
     let adaptive = footprint::Runtime::builder()
         .adaptive_workers(1..=WORKERS)
         .build()
         .unwrap_or_else(|e| panic!("an adaptive 1..={WORKERS}-worker runtime: {e}"));
-    let adaptive = Green { rt: adaptive };
+    let adaptive = Green {
+        rt: adaptive,
+        threads: THREADS,
+    };
     for bench in &ALL {
         compare(c, &green, &adaptive, bench);
     }

@@ -64,7 +64,9 @@ fn main() -> ExitCode {
     let sections = (runs * THREADS * OPS) as f64;
     match variant {
         Variant::Std => {
-            let t: Vec<Duration> = (0..runs).map(|_| (bench.os)(&OsThreads)).collect();
+            let t: Vec<Duration> = (0..runs)
+                .map(|_| (bench.os)(&OsThreads::default()))
+                .collect();
             println!("{} std: median {:?} per run", bench.name, median(t));
         }
         Variant::Green | Variant::GreenOff => {
@@ -78,7 +80,10 @@ fn main() -> ExitCode {
                 .workers(WORKERS)
                 .build()
                 .expect("a 2-worker runtime");
-            let green = Green { rt };
+            let green = Green {
+                rt,
+                threads: THREADS,
+            };
             let before = green.rt.stats();
             let t: Vec<Duration> = (0..runs).map(|_| (bench.green)(&green)).collect();
             let after = green.rt.stats();

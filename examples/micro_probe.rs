@@ -12,7 +12,8 @@
 //! `spawn_join2` (the same on 2 workers), `fib` and `fib_rayon` (one `fib(30)` with a join at
 //! every level, footprint on 2 workers or a 2-thread rayon pool), `mutex` (lock + unlock of an uncontended
 //! `footprint::sync::Mutex` on the main OS thread), `std_mutex` (the same with
-//! `std::sync::Mutex`). A third argument `unpinned` builds the runtime with `pin(false)`. With
+//! `std::sync::Mutex`), `skynet` (a skynet of `--leaves` leaves, 2 workers). `--workers N`
+//! overrides the operation's worker count. A third argument `unpinned` builds the runtime with `pin(false)`. With
 //! `FOOTPRINT_PROBE_STATS` set in the environment it also prints what each worker did (runs,
 //! parks, steals, sleeps) and each OS thread's CPU time per operation.
 //! Prints the wall-clock time per operation and the process's CPU time per operation: the CPU
@@ -22,10 +23,10 @@
 use clap::{Parser, ValueEnum};
 use footprint_workloads::micro;
 
-use footprint_workloads::fib;
+use footprint_workloads::{fib, skynet};
 
 use std::hint::black_box;
-use std::num::NonZeroU64;
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,20 @@ fn fib_loop(iters: u64, run: impl Fn(u32) -> u64) -> Duration {
     let start = Instant::now();
     for _ in 0..iters {
         assert_eq!(run(black_box(30)), want, "fib(30)");
+    }
+    start.elapsed()
+}
+
+/// `iters` skynets of `leaves` leaves, each checked against the closed form.
+fn skynet_loop(iters: u64, leaves: u64, rt: &footprint::Runtime) -> Duration {
+    let want = skynet::expected(leaves);
+    let start = Instant::now();
+    for _ in 0..iters {
+        assert_eq!(
+            rt.block_on(|| skynet::footprint_spawn(0, black_box(leaves))),
+            want,
+            "skynet of {leaves} leaves"
+        );
     }
     start.elapsed()
 }
@@ -103,6 +118,12 @@ struct Args {
     /// Whether the runtime pins its workers to CPUs
     #[arg(value_enum, default_value_t = Pin::Pinned)]
     pin: Pin,
+    /// Workers, instead of the operation's own count (1 or 2)
+    #[arg(long)]
+    workers: Option<NonZeroUsize>,
+    /// Leaves of the skynet operation: a power of ten of at least 10
+    #[arg(long, default_value_t = 10_000)]
+    leaves: u64,
 }
 
 /// The operations (see the file's top comment).
@@ -119,6 +140,8 @@ enum Op {
     Fib,
     /// The same on a 2-thread rayon pool.
     FibRayon,
+    /// One skynet (`--leaves`, default 10,000: 11,110 spawns + joins), 2 workers.
+    Skynet,
     /// Lock + unlock of an uncontended `footprint::sync::Mutex` on the main OS thread.
     Mutex,
     /// The same with `std::sync::Mutex`.
@@ -144,11 +167,19 @@ fn main() -> ExitCode {
         .expect("every operation has a name")
         .get_name()
         .to_string();
-    let workers = if matches!(op, Op::SpawnJoin2 | Op::Fib) {
+    let workers = if matches!(op, Op::SpawnJoin2 | Op::Fib | Op::Skynet) {
         2
     } else {
         1
     };
+    let workers = args.workers.map_or(workers, NonZeroUsize::get);
+    if !skynet::is_power_of_ten(args.leaves) || args.leaves < 10 {
+        eprintln!(
+            "micro_probe: --leaves must be a power of ten of at least 10, not {}",
+            args.leaves
+        );
+        return ExitCode::FAILURE;
+    }
     let rt = runtime(workers, pin);
     let cpu_start = process_cpu();
     let d = match op {
@@ -162,6 +193,7 @@ fn main() -> ExitCode {
                 .expect("a rayon pool");
             fib_loop(iters, |n| pool.install(|| fib::fib_rayon(n)))
         }
+        Op::Skynet => skynet_loop(iters, args.leaves, &rt),
         Op::Mutex => mutex_loop(iters),
         Op::StdMutex => std_mutex_loop(iters),
     };
@@ -177,6 +209,7 @@ fn main() -> ExitCode {
     if std::env::var_os("FOOTPRINT_PROBE_STATS").is_some() {
         // What the workers did (runs, parks, steals, sleeps): the causes of a slow operation.
         let st = rt.stats();
+        println!("spawned {}, stacks mapped {}", st.spawned, st.stacks_mapped);
         for (i, w) in st.workers.iter().enumerate() {
             println!(
                 "worker {i}: runs {}, parks {}, steals {:?}, sleeps {}, idle {:?}",

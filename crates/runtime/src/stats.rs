@@ -149,8 +149,9 @@ pub struct WorkerStats {
     /// instead of being woken: an idle runtime's workers look again now and then.
     pub expired_sleeps: u64,
     /// Of the expired sleeps, those after which the worker's first look (one pass over the
-    /// queues) found work while no worker was searching: a wake-up the protocol lost and the
-    /// safety net made up for (see [`RuntimeStats::expired_sleeps_with_work`]).
+    /// queues) found work while no worker searched and every other one waited on its futex
+    /// past its last search: a wake-up the protocol lost and the safety net made up for (see
+    /// [`RuntimeStats::expired_sleeps_with_work`]).
     pub expired_sleeps_with_work: u64,
     /// Green threads woken elsewhere and handed to it through its inbox.
     pub inbox_wakeups: u64,
@@ -332,9 +333,12 @@ impl RuntimeStats {
     }
 
     /// Sleeps, over all workers, that ran out (the idle protocol's safety net) after which the
-    /// worker's first look found work while no worker was searching: wake-ups the protocol
-    /// lost. Zero unless the idle protocol has a bug (or a waker was caught between its check
-    /// and its wake-up just as the timer fired); tests and the scaling suite assert it.
+    /// worker's first look found work that nobody else would have run: no worker searched and
+    /// every other one waited on its futex past its last search. Those are wake-ups the
+    /// protocol lost. Zero unless the idle protocol has a bug (or a publisher outside the
+    /// workers was preempted between its push and its wake-up just as the timer fired); tests
+    /// and the scaling suite assert it. Work that a searching worker, a woken one or one in
+    /// its last search would have taken is not counted, though the expired sleeper took it.
     ///
     /// ```
     /// let rt = footprint::Runtime::builder().workers(2).build()?;

@@ -6,13 +6,16 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+/// Workers of the bench (the 2-core development machine); [`CONFIGS`] is sized for them.
 pub const WORKERS: usize = 2;
 /// Threads per fragment.
 pub const PER: usize = 8;
 /// Passes of each thread over its fragment.
 pub const PASSES: usize = 1;
 
-/// The configurations: (fragment bytes, fragment count).
+/// The configurations of the bench, on [`WORKERS`] workers: (fragment bytes, fragment count).
+/// What each tests depends on the fragments' total against the L2s of all the processors, so
+/// [`configs`] scales the counts with the worker count.
 pub const CONFIGS: [(usize, usize); 3] = [
     // All 16 fit the two L2s together (4 MiB): little to gain.
     (256 << 10, 16),
@@ -21,6 +24,22 @@ pub const CONFIGS: [(usize, usize); 3] = [
     // One fragment exceeds the L2: a batch cannot keep it cached either.
     (4 << 20, 4),
 ];
+
+/// The configurations for `workers` workers: [`CONFIGS`]' fragment counts per worker (8, 8
+/// and 2) times `workers`, the fragment sizes unchanged; the bench's own at [`WORKERS`].
+///
+/// ```
+/// use footprint_workloads::fragments::{configs, CONFIGS, WORKERS};
+/// assert_eq!(configs(WORKERS), CONFIGS.to_vec());
+/// assert_eq!(configs(1), vec![(256 << 10, 8), (1 << 20, 8), (4 << 20, 2)]);
+/// assert_eq!(configs(16)[1], (1 << 20, 128));
+/// ```
+pub fn configs(workers: usize) -> Vec<(usize, usize)> {
+    CONFIGS
+        .iter()
+        .map(|&(bytes, count)| (bytes, count / WORKERS * workers))
+        .collect()
+}
 
 /// A fixed pseudo-random permutation of `lines` line indices.
 pub fn permutation(lines: usize) -> Vec<u32> {

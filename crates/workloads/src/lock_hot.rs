@@ -2,6 +2,18 @@
 //! and how it maps to 000 §3.2.1), shared by that bench and by the report
 //! (`tools/report`), so that both time exactly the same code. Each body returns the timed
 //! part of one run (all threads lined up to all done) and panics if the result is wrong.
+//!
+//! A run's thread count comes from its [`Family`] ([`Family::threads`]): the bench keeps 000's
+//! 4 threads per processor on 2 workers ([`THREADS`]); the report runs
+//! [`THREADS_PER_WORKER`] per worker of whatever worker count it is given.
+//!
+//! ```
+//! use footprint_workloads::lock_hot::{single_ctr, OsThreads, THREADS};
+//! // One run of 000's single counter on 4 OS threads (the result is checked inside).
+//! let t = single_ctr(&OsThreads { threads: 4 });
+//! assert!(t > std::time::Duration::ZERO);
+//! assert_eq!(OsThreads::default().threads, THREADS);
+//! ```
 
 pub use crate::work::work;
 
@@ -9,8 +21,13 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Threads per run (green or OS), 4 per processor on this 2-core machine.
-pub const THREADS: usize = 8;
+/// Threads per worker (green) or per processor (OS threads): 000's oversubscribed case, where
+/// waiters park and wake-ups are placed.
+pub const THREADS_PER_WORKER: usize = 4;
+/// Workers of the footprint runtime in the bench (the 2-core development machine).
+pub const WORKERS: usize = 2;
+/// Threads per run (green or OS) in the bench: 4 per processor on 2 workers.
+pub const THREADS: usize = THREADS_PER_WORKER * WORKERS;
 /// Critical sections per thread in the counter and list benchmarks.
 pub const OPS: usize = 2_000;
 /// Items per producer in the FIFO benchmarks.
@@ -19,15 +36,27 @@ pub const ITEMS: usize = 1_000;
 pub const FIFO_SLOTS: usize = 16;
 /// Private work between two critical sections (work units, ≈1 ns each).
 pub const OUTSIDE: u64 = 100;
-/// Nodes in the doubly linked list (more than `THREADS`, so it never runs empty).
+/// Nodes in the doubly linked list at up to `THREADS` threads (8 per thread there); see
+/// [`list_nodes`].
 pub const LIST_NODES: usize = 64;
 /// Phases of the affinity benchmark, and critical sections per thread and phase.
 pub const PHASES: usize = 20;
 pub const PER_PHASE: usize = OPS / PHASES;
 /// Locks of `mlt_ctr_mlt_lock`.
 pub const SEGMENT_LOCKS: usize = 4;
-/// Workers of the footprint runtime.
-pub const WORKERS: usize = 2;
+
+/// Nodes in the doubly linked list of a run with `threads` threads: [`LIST_NODES`], or 8 per
+/// thread where that is more. A thread holds at most one node at a time, so the list never runs
+/// empty while it has more nodes than threads.
+///
+/// ```
+/// use footprint_workloads::lock_hot::{list_nodes, LIST_NODES, THREADS};
+/// assert_eq!(list_nodes(THREADS), LIST_NODES);
+/// assert_eq!(list_nodes(64), 512);
+/// ```
+pub fn list_nodes(threads: usize) -> usize {
+    LIST_NODES.max(threads * (LIST_NODES / THREADS))
+}
 
 /// A value on its own cache lines (no false sharing between neighbours).
 #[repr(align(128))]
@@ -57,11 +86,13 @@ pub trait Fifo: Send + Sync {
     fn pop(&self) -> u64;
 }
 
-/// One implementation: its primitives, and how it runs `n` threads.
+/// One implementation: its primitives, how many threads a run has, and how it runs them.
 pub trait Family {
     type Lock<T: Send>: Lock<T>;
     type Barrier: PhaseBarrier;
     type Fifo: Fifo;
+    /// Threads of one run (even: the FIFO and affinity benchmarks pair them up).
+    fn threads(&self) -> usize;
     /// Runs `body(i)` on `n` threads; returns the time from all lined up to all done.
     fn run(&self, n: usize, body: &(dyn Fn(usize) + Sync)) -> Duration;
 }
@@ -70,10 +101,22 @@ pub trait Family {
 pub struct Green {
     /// The runtime the green threads run on.
     pub rt: footprint::Runtime,
+    /// Green threads per run (the bench: [`THREADS`]).
+    pub threads: usize,
 }
 
 /// The peer: OS threads, `std::sync` primitives.
-pub struct OsThreads;
+pub struct OsThreads {
+    /// OS threads per run (the bench: [`THREADS`]).
+    pub threads: usize,
+}
+
+impl Default for OsThreads {
+    /// The bench's peer: [`THREADS`] OS threads.
+    fn default() -> OsThreads {
+        OsThreads { threads: THREADS }
+    }
+}
 
 impl<T: Send> Lock<T> for footprint::sync::Mutex<T> {
     fn new(value: T) -> Self {
@@ -229,6 +272,10 @@ impl Family for Green {
     type Barrier = footprint::sync::Barrier;
     type Fifo = GreenFifo;
 
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
     fn run(&self, n: usize, body: &(dyn Fn(usize) + Sync)) -> Duration {
         self.rt.block_on(|| {
             let (start, end) = (
@@ -259,6 +306,10 @@ impl Family for OsThreads {
     type Barrier = std::sync::Barrier;
     type Fifo = StdFifo;
 
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
     fn run(&self, n: usize, body: &(dyn Fn(usize) + Sync)) -> Duration {
         let (start, end) = (
             std::sync::Barrier::new(n + 1),
@@ -286,8 +337,9 @@ impl Family for OsThreads {
 // The seven benchmarks. Each returns the timed part of one run and panics if the result is wrong.
 
 pub fn single_ctr<F: Family>(f: &F) -> Duration {
+    let threads = f.threads();
     let counter = F::Lock::<Padded<u64>>::new(Padded(0));
-    let t = f.run(THREADS, &|i| {
+    let t = f.run(threads, &|i| {
         for k in 0..OPS {
             counter.with(|c| c.0 += 1);
             work(OUTSIDE, (i * OPS + k) as u64);
@@ -296,15 +348,16 @@ pub fn single_ctr<F: Family>(f: &F) -> Duration {
     let total = counter.into_inner().0;
     assert_eq!(
         total,
-        (THREADS * OPS) as u64,
+        (threads * OPS) as u64,
         "single_ctr: lost or extra updates"
     );
     t
 }
 
 pub fn multiple_ctr<F: Family>(f: &F) -> Duration {
-    let counters = F::Lock::<Vec<Padded<u64>>>::new((0..THREADS).map(|_| Padded(0)).collect());
-    let t = f.run(THREADS, &|i| {
+    let threads = f.threads();
+    let counters = F::Lock::<Vec<Padded<u64>>>::new((0..threads).map(|_| Padded(0)).collect());
+    let t = f.run(threads, &|i| {
         for k in 0..OPS {
             counters.with(|c| c[i].0 += 1);
             work(OUTSIDE, (i * OPS + k) as u64);
@@ -412,8 +465,9 @@ impl List {
 }
 
 pub fn doubly_list<F: Family>(f: &F) -> Duration {
-    let list = F::Lock::<List>::new(List::new(LIST_NODES));
-    let t = f.run(THREADS, &|i| {
+    let threads = f.threads();
+    let list = F::Lock::<List>::new(List::new(list_nodes(threads)));
+    let t = f.run(threads, &|i| {
         for k in 0..OPS {
             let id = list
                 .with(List::pop_front)
@@ -422,9 +476,20 @@ pub fn doubly_list<F: Family>(f: &F) -> Duration {
             list.with(|l| l.push_back(id));
         }
     });
-    let visits = list.into_inner().check(LIST_NODES);
-    assert_eq!(visits, (THREADS * OPS) as u64, "doubly_list: visits");
+    let visits = list.into_inner().check(list_nodes(threads));
+    assert_eq!(visits, (threads * OPS) as u64, "doubly_list: visits");
     t
+}
+
+/// The thread count of a benchmark that pairs threads up (producers with consumers, even with
+/// odd); panics with the reason when it is odd or zero.
+fn paired_threads<F: Family>(f: &F, bench: &str) -> usize {
+    let threads = f.threads();
+    assert!(
+        threads >= 2 && threads.is_multiple_of(2),
+        "{bench}: needs an even thread count of at least 2, got {threads}"
+    );
+    threads
 }
 
 /// What the consumers of a FIFO benchmark saw, summed over them.
@@ -436,10 +501,11 @@ pub struct Consumed {
 }
 
 pub fn prod_cons<F: Family>(f: &F) -> Duration {
-    let producers = THREADS / 2;
+    let threads = paired_threads(f, "prod_cons");
+    let producers = threads / 2;
     let fifo = F::Fifo::new(FIFO_SLOTS);
     let consumed = Consumed::default();
-    let t = f.run(THREADS, &|i| {
+    let t = f.run(threads, &|i| {
         if i < producers {
             for k in 0..ITEMS {
                 fifo.push((i * ITEMS + k) as u64);
@@ -489,6 +555,7 @@ pub struct Block {
 }
 
 pub fn affinity<F: Family>(f: &F) -> Duration {
+    let threads = paired_threads(f, "affinity");
     let locks = [0u64, 1].map(|id| {
         F::Lock::<Box<Block>>::new(Box::new(Block {
             id,
@@ -496,8 +563,8 @@ pub fn affinity<F: Family>(f: &F) -> Duration {
             data: [0; 14],
         }))
     });
-    let barrier = F::Barrier::new(THREADS);
-    let t = f.run(THREADS, &|i| {
+    let barrier = F::Barrier::new(threads);
+    let t = f.run(threads, &|i| {
         let lock = &locks[i % 2];
         for phase in 0..PHASES {
             for k in 0..PER_PHASE {
@@ -517,7 +584,7 @@ pub fn affinity<F: Family>(f: &F) -> Duration {
         }
     });
     let [l0, l1] = locks.map(|l| l.into_inner());
-    let per_block = (PHASES * (THREADS / 2) * PER_PHASE) as u64;
+    let per_block = (PHASES * (threads / 2) * PER_PHASE) as u64;
     assert_eq!(l0.count, per_block, "affinity: block {} count", l0.id);
     assert_eq!(l1.count, per_block, "affinity: block {} count", l1.id);
     // One swap per phase: after an even number of phases each lock holds its own block again.
@@ -526,11 +593,12 @@ pub fn affinity<F: Family>(f: &F) -> Duration {
 }
 
 pub fn mlt_ctr_mlt_lock<F: Family>(f: &F) -> Duration {
-    let per_segment = THREADS.div_ceil(SEGMENT_LOCKS);
+    let threads = f.threads();
+    let per_segment = threads.div_ceil(SEGMENT_LOCKS);
     let segments: Vec<F::Lock<Vec<Padded<u64>>>> = (0..SEGMENT_LOCKS)
         .map(|_| F::Lock::new((0..per_segment).map(|_| Padded(0)).collect()))
         .collect();
-    let t = f.run(THREADS, &|i| {
+    let t = f.run(threads, &|i| {
         let (segment, slot) = (&segments[i % SEGMENT_LOCKS], i / SEGMENT_LOCKS);
         for k in 0..OPS {
             segment.with(|c| c[slot].0 += 1);
@@ -540,7 +608,7 @@ pub fn mlt_ctr_mlt_lock<F: Family>(f: &F) -> Duration {
     for (s, seg) in segments.into_iter().enumerate() {
         for (slot, c) in seg.into_inner().iter().enumerate() {
             let thread = slot * SEGMENT_LOCKS + s;
-            let expected = if thread < THREADS { OPS as u64 } else { 0 };
+            let expected = if thread < threads { OPS as u64 } else { 0 };
             assert_eq!(
                 c.0, expected,
                 "mlt_ctr_mlt_lock: counter of thread {thread}"
@@ -551,9 +619,10 @@ pub fn mlt_ctr_mlt_lock<F: Family>(f: &F) -> Duration {
 }
 
 pub fn multiple_fifo<F: Family>(f: &F) -> Duration {
-    let fifos: Vec<F::Fifo> = (0..THREADS / 2).map(|_| F::Fifo::new(FIFO_SLOTS)).collect();
+    let threads = paired_threads(f, "multiple_fifo");
+    let fifos: Vec<F::Fifo> = (0..threads / 2).map(|_| F::Fifo::new(FIFO_SLOTS)).collect();
     let wrong = AtomicU64::new(0);
-    let t = f.run(THREADS, &|i| {
+    let t = f.run(threads, &|i| {
         let fifo = &fifos[i / 2];
         if i % 2 == 0 {
             for k in 0..ITEMS {

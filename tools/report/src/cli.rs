@@ -46,8 +46,8 @@ pub struct Options {
     pub only: Vec<String>,
     pub update_readme: bool,
     pub out_dir: Option<PathBuf>,
-    /// Workers (and peer threads) of the experiments whose worker count is free (fork-join:
-    /// fib, skynet, uts); `None`: one per CPU of the allowed set.
+    /// Workers (and peer threads) of every experiment but 002's and 003's, which define their
+    /// own counts; `None`: one per CPU of the allowed set.
     pub workers: Option<usize>,
     /// Hidden: adds an experiment that panics and one that hangs (the smoke test's check that
     /// failures are reported).
@@ -80,8 +80,9 @@ struct Cli {
     /// target/footprint-report]
     #[arg(long = "out", value_name = "DIR")]
     out_dir: Option<PathBuf>,
-    /// Workers of the fork-join experiments and their peers [default: one per CPU of the
-    /// allowed set; the papers' experiments keep their own counts]
+    /// Workers of the experiments, with as many peer threads (000's lock benchmarks: 4 threads
+    /// per worker on both sides) [default: one per CPU of the allowed set; 002 and 003 keep
+    /// their own counts]
     #[arg(long, value_name = "N", value_parser = positive_workers)]
     workers: Option<usize>,
     /// Rewrite the README tables between <!-- report:begin NAME --> and <!-- report:end NAME -->

@@ -8,9 +8,20 @@
 //! cargo run --release -p footprint-report -- --full       # many more repetitions
 //! cargo run --release -p footprint-report -- --only multiprog_002
 //! cargo run --release -p footprint-report -- --update-readme   # also rewrite the README tables
+//! cargo run --release -p footprint-report -- --workers 16 # the experiments on 16 workers
 //! ```
 //!
 //! (`cargo run --release --example report -- ...` in the repository root runs the same program.)
+//!
+//! `--workers N` (default: one per CPU the process may use) sets the workers of every
+//! experiment but 002's multiprogramming (2 threads per program copy, its degree counted in
+//! copies) and 003's thread-count search (its own range), with as many peer threads: rayon pools
+//! of N threads, and N × 4 threads on both sides of 000's lock benchmarks (4 per processor,
+//! 8 on 2 as in the paper's oversubscribed case). With fewer workers than CPUs the OS-thread and
+//! rayon peers of the papers' experiments are restricted to the workers' CPUs. What a paper ties
+//! to the processor count scales with N, and the section says so: 001's fragment counts (8, 8
+//! and 2 per worker) and 004's streamers beside the stencil (one per other worker, at least
+//! 3). The benches (`cargo bench`) keep 2 workers.
 //!
 //! Each section states the paper's claim, our figure and a one-line verdict. An experiment that
 //! panics, fails or runs past its time limit is reported as failed and the others still run;

@@ -270,3 +270,12 @@ pub fn format_ratio(r: f64) -> String {
         "—".into()
     }
 }
+
+/// "s" after a count other than one ("1 worker", "2 workers").
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}

@@ -231,7 +231,7 @@ fn unknown_only_name_lists_the_valid_names() -> Result<(), String> {
     Ok(())
 }
 
-/// `--workers N` sets the free worker count of the experiments; 0 or a non-number is rejected
+/// `--workers N` sets the worker count of the experiments; 0 or a non-number is rejected
 /// with what to pass.
 fn workers_option_is_parsed_and_checked() -> Result<(), String> {
     let names: Vec<&str> = experiments::all().iter().map(|e| e.name).collect();
@@ -254,6 +254,59 @@ fn workers_option_is_parsed_and_checked() -> Result<(), String> {
             Err(e) => return Err(format!("--workers {bad}: unexpected message {}", e.message)),
             Ok(_) => return Err(format!("--workers {bad} was accepted")),
         }
+    }
+    Ok(())
+}
+
+/// The papers' experiments run at `--workers N` and say so: 000 with 4 threads per worker, the
+/// others with N workers in their titles; one worker (no CPU to spare for a bandwidth
+/// reservation, no second worker to place a wake-up on) and more workers than this machine may
+/// have CPUs both run without failing.
+fn papers_experiments_follow_workers() -> Result<(), String> {
+    for workers in [1usize, 3] {
+        let dir = out_dir(&format!("workers-{workers}"));
+        let w = workers.to_string();
+        let mut args = vec!["--tiny", "--workers", &w];
+        for name in [
+            "locks_000",
+            "fragments_001",
+            "working_set_004",
+            "smoother_004",
+            "cruise_004",
+        ] {
+            args.extend(["--only", name]);
+        }
+        args.extend(["--out", dir.to_str().expect("utf-8 path")]);
+        let out = report_command(&args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running the report: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "--workers {workers}: exit status {:?}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let md = std::fs::read_to_string(dir.join("report.md"))
+            .map_err(|e| format!("report.md: {e}"))?;
+        let s = if workers == 1 { "" } else { "s" };
+        let mut expected = vec![
+            format!("{} threads on {workers} processor{s}", 4 * workers),
+            format!("one pass each, {workers} worker{s})"),
+            format!("8192 sweeps, {workers} worker{s})"),
+            format!("sweeps, {workers} worker{s}; `cargo bench"),
+            format!("streaming green threads, {workers} worker{s}"),
+        ];
+        if workers == 1 {
+            expected.push("not judged with one worker".into());
+        }
+        for needle in &expected {
+            if !md.contains(needle.as_str()) {
+                return Err(format!("--workers {workers}: report.md lacks {needle:?}"));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())
 }
@@ -345,6 +398,11 @@ fn check(test: fn() -> Result<(), String>) {
 #[test]
 fn workers_is_parsed_and_checked() {
     check(workers_option_is_parsed_and_checked);
+}
+
+#[test]
+fn papers_experiments_run_at_the_given_worker_count() {
+    check(papers_experiments_follow_workers);
 }
 
 #[test]

@@ -29,6 +29,10 @@ pub const WAKING: u32 = 4;
 /// sleeps on it as a futex; anyone may wake it.
 pub struct SleepWord {
     state: AtomicU32,
+    /// Diagnostics only, not part of the protocol: set while the owner waits on the futex
+    /// (after its last search found nothing), so that a worker whose sleep ran out can tell
+    /// whether every other worker was past its last search (`RuntimeStats`'s lost wake-ups).
+    waiting: std::sync::atomic::AtomicBool,
     /// Under loom the futex is a notification (a permit a wake leaves and a wait consumes), so
     /// a wake between the owner's check and its wait is not lost, as with the kernel's futex.
     #[cfg(loom)]
@@ -60,6 +64,7 @@ impl SleepWord {
     pub fn new() -> SleepWord {
         SleepWord {
             state: AtomicU32::new(AWAKE),
+            waiting: std::sync::atomic::AtomicBool::new(false),
             #[cfg(loom)]
             futex: loom::sync::Notify::new(),
         }
@@ -75,6 +80,18 @@ impl SleepWord {
     #[inline]
     pub fn is_sleeping(&self) -> bool {
         matches!(self.state.load(Ordering::Relaxed), SLEEPING | SURPLUS)
+    }
+
+    /// Whether the owner waits on its futex past its last search, unclaimed by any waker, or
+    /// rests above the active limit (diagnostics: such a worker looks at no queue until it is
+    /// woken).
+    #[inline]
+    pub fn is_waiting(&self) -> bool {
+        match self.state.load(Ordering::SeqCst) {
+            SLEEPING => self.waiting.load(std::sync::atomic::Ordering::SeqCst),
+            SURPLUS => true,
+            _ => false,
+        }
     }
 
     /// Moves a sleeping owner to [`NOTIFIED`], takes it out of the sleeping count and counts it
@@ -209,7 +226,11 @@ impl SleepWord {
         let exit = found.is_none() && may_exit();
         if found.is_none() && !exit {
             on_sleep();
+            self.waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             self.futex_wait_while_sleeping(timeout);
+            self.waiting
+                .store(false, std::sync::atomic::Ordering::SeqCst);
         }
         // A publisher that moved the word on (NOTIFIED) woke us and took us out of the count;
         // otherwise we take ourselves out.
@@ -404,5 +425,64 @@ pub fn wake_all<'a>(count: &SleeperCount, words: impl IntoIterator<Item = &'a Sl
     fence(Ordering::SeqCst);
     for w in words {
         w.wake_always(count);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// `is_waiting` (what the lost-wake-up count reads) is true only while the owner waits on
+    /// its futex after its last search, or rests; a waker's claim ends it at once.
+    #[test]
+    fn waiting_only_past_the_last_search_until_claimed() {
+        let count = Arc::new(SleeperCount::new());
+        let word = Arc::new(SleepWord::new());
+        assert!(!word.is_waiting(), "an awake worker");
+
+        // The last search runs while the word already reads SLEEPING: not waiting yet.
+        let (w, c) = (Arc::clone(&word), Arc::clone(&count));
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+        let sleeper = std::thread::spawn(move || {
+            let w2 = Arc::clone(&w);
+            w.sleep(
+                &c,
+                None,
+                move || {
+                    seen_tx
+                        .send((w2.state(Ordering::SeqCst), w2.is_waiting()))
+                        .unwrap();
+                    None::<()>
+                },
+                || false,
+                || {},
+            )
+        });
+        let (state, waiting) = seen_rx.recv().unwrap();
+        assert_eq!(state, SLEEPING);
+        assert!(
+            !waiting,
+            "in its last search the owner still looks at the queues"
+        );
+
+        // Then it waits on the futex: waiting, until a waker claims it.
+        let watchdog = std::time::Instant::now();
+        while !word.is_waiting() {
+            assert!(
+                watchdog.elapsed() < std::time::Duration::from_secs(10),
+                "the sleeper never reached its futex wait"
+            );
+            std::thread::yield_now();
+        }
+        assert!(wake_one(&count, [&*word]), "the sleeper is woken");
+        assert!(!word.is_waiting(), "claimed: no longer waiting");
+        assert!(matches!(sleeper.join().unwrap(), Slept::Woke));
+
+        // A resting worker looks at no queue either.
+        word.announce_rest();
+        assert!(word.is_waiting());
+        word.set_awake();
+        assert!(!word.is_waiting());
     }
 }

@@ -9,7 +9,6 @@ use crate::registry::Shared;
 use crate::sleep::Slept;
 use crate::worker::idle_state::IdleState;
 use crate::worker::local::WorkerLocal;
-use std::sync::atomic::Ordering;
 
 impl WorkerLocal {
     /// This worker found work: if it was searching it stops, and wakes one more worker if it
@@ -103,13 +102,14 @@ impl WorkerLocal {
             Slept::Expired => {
                 self.idle.slept(asleep_from, clock::ticks(), false, false);
                 bump(&me.account().expired_sleeps, 1);
-                // One look at once, before this worker counts itself as searching: work it
-                // finds while nobody searches was there for a sleeper to be woken for (a
-                // wake-up the protocol lost, which the safety net made up for).
-                let nobody_searching = shared.sleepers().searching(Ordering::SeqCst) == 0;
+                // One look at once, before this worker counts itself as searching. Work found
+                // while nobody searches and every other worker waits past its last search (or
+                // rests) had nobody to run it: a wake-up the protocol lost, which the safety
+                // net made up for. Checked after the find: work a searcher, a woken worker or
+                // a worker about to end its last search would have run is not counted.
                 match self.steal() {
                     Some(j) => {
-                        if nobody_searching {
+                        if shared.nobody_else_looking(self.index) {
                             bump(&me.account().expired_with_work, 1);
                         }
                         Idle::Found(j)

@@ -1,12 +1,15 @@
 //! 001's data-fragment benchmark (the bench's program, `crates/workloads/src/fragments.rs`): 8 green
 //! threads per fragment, spawned interleaved, each reading its fragment once; hints on
-//! (`GreenBuilder::fragment`: batched on one worker, run back to back), off, and rayon.
+//! (`GreenBuilder::fragment`: batched on one worker, run back to back), off, and rayon, on
+//! `--workers` workers (the bench's fragment counts per worker, so that "all fit the L2s
+//! together" or not holds at any worker count).
 
+use crate::experiments::cpus::{peer_cpus, peer_note, rayon_pool};
 use crate::experiments::Ctx;
 use crate::measure::repeat_whole;
-use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
+use crate::model::{format_ns, format_ratio, plural, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
-use crate::workloads::fragments::{Setup, CONFIGS, PER, WORKERS};
+use crate::workloads::fragments::{configs, Setup, CONFIGS, PER, WORKERS};
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut s = Section::new(
@@ -18,14 +21,13 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          at a time but not all together.",
     );
     let reps = ctx.mode.pick(1, 3, 7, 21);
+    let workers = ctx.workers;
     let rt = footprint::Runtime::builder()
-        .workers(WORKERS)
+        .workers(workers)
         .build()
-        .map_err(|e| format!("a {WORKERS}-worker runtime: {e}"))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(WORKERS)
-        .build()
-        .map_err(|e| format!("a {WORKERS}-thread rayon pool: {e}"))?;
+        .map_err(|e| format!("a {workers}-worker runtime: {e}"))?;
+    let cpus = peer_cpus(&rt);
+    let pool = rayon_pool(workers, &cpus)?;
     let mut plot = Plot::new(
         "fragments_001",
         "001: DF micro-benchmark, time per run vs fragment size",
@@ -35,7 +37,11 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         Axis::log("time_ms", "time per run, ms (median)"),
     );
     let mut table = Table::new(
-        "Median time of one run (8 threads per fragment, one pass each, 2 workers)",
+        &format!(
+            "Median time of one run ({PER} threads per fragment, one pass each, {workers} \
+             worker{})",
+            plural(workers)
+        ),
         &[
             "fragments",
             "hints on",
@@ -49,12 +55,12 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut stats = StatsTable::new();
     let mut target_ratio = f64::NAN;
     // In the tiny mode only the smallest configuration runs (seconds, not minutes).
-    let configs = if reps == 1 {
-        &CONFIGS[..1]
-    } else {
-        &CONFIGS[..]
-    };
-    for &(bytes, count) in configs {
+    let mut configs = configs(workers);
+    if reps == 1 {
+        configs.truncate(1);
+    }
+    let mut target_count = 0;
+    for &(bytes, count) in &configs {
         let setup = Setup::new(bytes, count);
         let label = format!("{count} × {} KiB", bytes >> 10);
         ctx.step(&label);
@@ -103,6 +109,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         ]);
         if bytes == 1 << 20 {
             target_ratio = times[0] / times[1];
+            target_count = count;
         }
     }
     s.plots.push(plot);
@@ -114,9 +121,27 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          decisions: {}",
         rt.placement_stats().to_string().replace('\n', "; ")
     ));
+    s.notes.push(format!(
+        "The bench's fragment counts ({} on {WORKERS} workers) scaled to {workers} worker{} \
+         ({} per worker): what each row tests (all fragments fit the L2s together, one fits an \
+         L2 but not all, one exceeds an L2) depends on the total against the L2s of all the \
+         processors.",
+        CONFIGS
+            .iter()
+            .map(|&(bytes, count)| format!("{count} × {} KiB", bytes >> 10))
+            .collect::<Vec<_>>()
+            .join(", "),
+        plural(workers),
+        CONFIGS
+            .iter()
+            .map(|&(_, count)| (count / WORKERS).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    s.notes.push(peer_note(&cpus));
     if target_ratio.is_finite() {
         s.measured = format!(
-            "16 × 1 MiB fragments (one fits an L2, all do not): hints on ÷ off = {}",
+            "{target_count} × 1 MiB fragments (one fits an L2, all do not): hints on ÷ off = {}",
             format_ratio(target_ratio)
         );
         s.verdict = if target_ratio <= 0.9 {

@@ -1,15 +1,16 @@
-//! 000's seven lock micro-benchmarks (the bench's bodies, `crates/workloads/src/lock_hot.rs`): green
-//! threads on a 2-worker runtime with lock-hot placement on and off, and OS threads with
-//! `std::sync` as the peer.
+//! 000's seven lock micro-benchmarks (the bench's bodies, `crates/workloads/src/lock_hot.rs`): 4
+//! green threads per worker on a `--workers` runtime with lock-hot placement on and off, and as
+//! many OS threads with `std::sync` on the same CPUs as the peer.
 
 use footprint::locks::placement;
 use footprint::runtime::ReadyOrder;
 
+use crate::experiments::cpus::{on_cpus, peer_cpus, peer_note};
 use crate::experiments::{runtime, Ctx};
 use crate::measure::repeat;
-use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
+use crate::model::{format_ns, format_ratio, plural, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
-use crate::workloads::lock_hot::{Green, OsThreads, ALL, WORKERS};
+use crate::workloads::lock_hot::{Green, OsThreads, ALL, THREADS_PER_WORKER};
 
 /// Geometric mean of positive finite values; NaN when there are none.
 pub fn geomean(values: &[f64]) -> f64 {
@@ -43,19 +44,31 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          programs.",
     );
     let reps = ctx.mode.pick(1, 5, 25, 75);
-    let rt = runtime(WORKERS, ReadyOrder::default())?;
-    let green = Green { rt };
+    let workers = ctx.workers;
+    let threads = THREADS_PER_WORKER * workers;
+    let rt = runtime(workers, ReadyOrder::default())?;
+    let cpus = peer_cpus(&rt);
+    let green = Green { rt, threads };
+    let os = OsThreads { threads };
     let mut stats = StatsTable::new();
     let mut plot = Plot::new(
         "locks_000",
-        "000's seven lock benchmarks: time per run, 8 threads on 2 processors",
+        &format!(
+            "000's seven lock benchmarks: time per run, {threads} threads on {workers} \
+             processor{}",
+            plural(workers)
+        ),
         PlotKind::Bars,
         "variant",
         Axis::linear("benchmark", "benchmark"),
         Axis::linear("time_ms", "time per run, ms (median)"),
     );
     let mut table = Table::new(
-        "Median time of one run (8 threads, all lined up to all done)",
+        &format!(
+            "Median time of one run ({threads} threads, {THREADS_PER_WORKER} per worker, on \
+             {workers} worker{}; all lined up to all done)",
+            plural(workers)
+        ),
         &[
             "benchmark (000 name)",
             "lock-hot on",
@@ -88,7 +101,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         }
         placement::set_lock_hot(true);
         ctx.step(&format!("{} std", bench.name));
-        medians[2] = repeat(reps, || (bench.os)(&OsThreads)).median();
+        medians[2] = on_cpus(&cpus, || repeat(reps, || (bench.os)(&os))).median();
         for (series, v) in [
             "footprint lock-hot on",
             "footprint lock-hot off",
@@ -121,7 +134,9 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         format_ratio(on_off.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
         format_ratio(g_on_std)
     );
-    s.verdict = if g_on_off < 0.95 {
+    s.verdict = if workers == 1 {
+        "not judged with one worker: every wake-up resumes on it, lock-hot placement or not".into()
+    } else if g_on_off < 0.95 {
         format!(
             "lock-hot placement helps here ({} of off's time)",
             format_ratio(g_on_off)
@@ -134,6 +149,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
             format_ratio(g_on_off)
         )
     };
+    s.notes.push(peer_note(&cpus));
     s.notes.push(
         "Until the scheduler issue lands, the runtime resumes every green thread woken by a \
          green thread on the waker's worker, so on and off may run the same path (see the \

@@ -7,6 +7,7 @@ use crate::cli::Mode;
 use crate::model::Section;
 use crate::progress::Stepper;
 
+mod cpus;
 mod cruise_004;
 mod fib;
 mod fragments_001;
@@ -35,7 +36,8 @@ pub fn all_cpus() -> usize {
 
 pub struct Ctx {
     pub mode: Mode,
-    /// Workers of the experiments whose worker count is free (`--workers`, default all CPUs).
+    /// Workers of every experiment but 002's and 003's (`--workers`, default all CPUs); the
+    /// peers get as many threads (the lock benchmarks: 4 per worker on both sides).
     pub workers: usize,
     stepper: Stepper,
 }

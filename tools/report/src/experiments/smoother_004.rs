@@ -1,19 +1,20 @@
 //! 004's irregular case: the active-threads smoother (`crates/workloads/src/smoother.rs`, the code
 //! `cargo bench --bench smoother` times), one green thread per point of an unstructured grid,
-//! per ready order, beside rayon's bulk-synchronous sweeps and the sequential loop.
+//! per ready order on a `--workers` runtime, beside rayon's bulk-synchronous sweeps (as many
+//! threads, on the same CPUs) and the sequential loop.
 
 use std::time::Instant;
 
 use footprint::sync::Barrier;
 
+use crate::experiments::cpus::{peer_cpus, peer_note, rayon_pool};
 use crate::experiments::orders::{cache_note, Comparison};
 use crate::experiments::{runtime, Ctx};
 use crate::measure::median;
-use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
+use crate::model::{format_ns, format_ratio, plural, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
 use crate::workloads::orders::ready_orders;
 use crate::workloads::smoother::{Grid, WIDTH};
-use crate::workloads::working_set::WORKERS;
 
 /// Median of `reps` timed runs after one warm-up; every run's result must equal `expected`.
 fn timed_runs(
@@ -53,6 +54,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let side = ctx.mode.pick(16, 48, 64, 64);
     let iters = ctx.mode.pick(3, 10, 10, 10);
     let reps = ctx.mode.pick(1, 3, 7, 21);
+    let workers = ctx.workers;
     let mut grid = Grid::new(side, iters);
     let points = grid.points();
     grid.run_sequential();
@@ -70,16 +72,20 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut table = Table::new(
         &format!(
             "Median run of the smoother ({points} points, {} B per point and buffer, {iters} \
-             sweeps, {WORKERS} workers; `cargo bench --bench smoother` times the same code)",
-            WIDTH * 8
+             sweeps, {workers} worker{}; `cargo bench --bench smoother` times the same code \
+             on 2)",
+            WIDTH * 8,
+            plural(workers)
         ),
         &["variant", "per run", "÷ oldest-first (FIFO)"],
     )
     .for_readme("smoother_004");
     let mut results: Vec<(&str, f64)> = Vec::new();
+    let mut cpus = Vec::new();
     for (name, order) in ready_orders() {
         ctx.step(name);
-        let rt = runtime(WORKERS, order)?;
+        let rt = runtime(workers, order)?;
+        cpus = peer_cpus(&rt);
         let time = stats.record(name, &rt, || {
             timed_runs(&mut grid, reps, &expected, name, |g| {
                 g.run_footprint(&rt, &start)
@@ -89,10 +95,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     }
     let orders = Comparison::of(results.iter().copied()).ok_or("no ready order ran")?;
     ctx.step("rayon_bulk_sync");
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(WORKERS)
-        .build()
-        .map_err(|e| format!("a rayon pool: {e}"))?;
+    let pool = rayon_pool(workers, &cpus)?;
     let rayon_time = timed_runs(&mut grid, reps, &expected, "rayon", |g| g.run_rayon(&pool))?;
     results.push(("rayon_bulk_sync", rayon_time));
     ctx.step("sequential");
@@ -120,6 +123,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     );
     s.verdict = orders.verdict();
     s.notes.push(cache_note(points * WIDTH * 8 * 2));
+    s.notes.push(peer_note(&cpus));
     s.notes.push(
         "Every run is checked bit-exact against the sequential sweep (same operations in the \
          same order)."

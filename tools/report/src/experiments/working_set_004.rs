@@ -1,17 +1,18 @@
 //! 004's regular workload (the bench's program, `crates/workloads/src/working_set.rs`): 1024 green
-//! threads × 64 KiB working sets, groups of 4 at barriers, 8 rounds, per ready order, and 1024
-//! OS threads as the peer.
+//! threads × 64 KiB working sets, groups of 4 at barriers, 8 rounds, per ready order on a
+//! `--workers` runtime, and 1024 OS threads on the same CPUs as the peer.
 
 use footprint::sync::Barrier;
 
+use crate::experiments::cpus::{on_cpus, peer_cpus, peer_note};
 use crate::experiments::orders::{cache_note, Comparison};
 use crate::experiments::{runtime, Ctx};
 use crate::measure::repeat_whole;
-use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
+use crate::model::{format_ns, format_ratio, plural, Axis, Plot, PlotKind, Section, Table, X};
 use crate::stats::StatsTable;
 use crate::workloads::orders::ready_orders;
 use crate::workloads::working_set::{
-    check, run_footprint, run_std_threads, GROUP, ROUNDS, THREADS, WORDS, WORKERS,
+    check, run_footprint, run_std_threads, GROUP, ROUNDS, THREADS, WORDS,
 };
 
 pub fn run(ctx: &Ctx) -> Result<Section, String> {
@@ -24,6 +25,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          more synchronizations per second than an order without affinity.",
     );
     let reps = ctx.mode.pick(1, 3, 9, 27);
+    let workers = ctx.workers;
+    let mut cpus = Vec::new();
     let sweeps = (THREADS * ROUNDS) as f64;
     let start = Barrier::new(THREADS);
     let barriers: Vec<Barrier> = (0..THREADS / GROUP).map(|_| Barrier::new(GROUP)).collect();
@@ -31,7 +34,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut results: Vec<(String, f64)> = Vec::new();
     for (name, order) in ready_orders() {
         ctx.step(name);
-        let rt = runtime(WORKERS, order)?;
+        let rt = runtime(workers, order)?;
+        cpus = peer_cpus(&rt);
         let mut data = vec![0u64; THREADS * WORDS];
         let mut runs = 0u64;
         let sample = stats.record(name, &rt, || {
@@ -50,16 +54,22 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         .collect();
     let mut data = vec![0u64; THREADS * WORDS];
     let mut runs = 0u64;
-    let sample = repeat_whole(reps, || {
-        run_std_threads(&mut data, &std_start, &std_barriers);
-        runs += 1;
+    let sample = on_cpus(&cpus, || {
+        repeat_whole(reps, || {
+            run_std_threads(&mut data, &std_start, &std_barriers);
+            runs += 1;
+        })
     });
     check(&data, runs);
     results.push(("std_threads".into(), sample.median()));
 
     let mut plot = Plot::new(
         "working_set_004",
-        "004 regular workload: time per sweep + barrier arrival (1024 threads × 64 KiB)",
+        &format!(
+            "004 regular workload: time per sweep + barrier arrival (1024 threads × 64 KiB, \
+             {workers} worker{})",
+            plural(workers)
+        ),
         PlotKind::Bars,
         "variant",
         Axis::linear("workload", "workload"),
@@ -73,7 +83,10 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         .find(|(n, _)| n == "footprint_fifo")
         .map_or(f64::NAN, |r| r.1);
     let mut table = Table::new(
-        "Median time of one run (1024 threads × 8 rounds = 8192 sweeps)",
+        &format!(
+            "Median time of one run (1024 threads × 8 rounds = 8192 sweeps, {workers} worker{})",
+            plural(workers)
+        ),
         &[
             "variant",
             "per run",
@@ -110,5 +123,6 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     );
     s.verdict = c.verdict();
     s.notes.push(cache_note(THREADS * WORDS * 8));
+    s.notes.push(peer_note(&cpus));
     Ok(s)
 }
