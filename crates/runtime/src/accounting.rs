@@ -41,6 +41,12 @@ pub(crate) struct ThreadAccount {
 }
 
 impl ThreadAccount {
+    /// Adds `ns` nanoseconds waited for a lock (written only by the green thread itself).
+    #[inline]
+    pub(crate) fn add_lock_wait(&self, ns: u64) {
+        bump(&self.lock_wait_ns, ns);
+    }
+
     /// Zeroes the record (the control block starts a new green thread). Every field but the
     /// lock wait stays zero until a first run is accounted, so a record with no runs and no lock
     /// wait is already clean (two loads on the spawn path when counters are off).

@@ -5,9 +5,9 @@
 //! after 10 s idle), so the workers keep running green threads meanwhile.
 
 use crate::handle::JoinHandle;
-use crate::registry::{Shared, ThreadCtx};
-use crate::runtime;
-use crate::task::Task;
+use crate::registry::Shared;
+use crate::task::{Task, TaskSetup};
+use crate::worker::local::ThreadCtx;
 use crate::{context, handle, spawn};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -95,11 +95,7 @@ use crate::in_flight::IN_FLIGHT;
 fn run_blocking(t: Arc<Task>) {
     // SAFETY: the task is unfinished, so its runtime is alive.
     let shared = unsafe { t.runtime() };
-    let ctx = ThreadCtx {
-        shared,
-        worker: std::ptr::null(),
-        current: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
-    };
+    let ctx = ThreadCtx::off_worker(shared);
     context::set_ctx(&ctx);
     // SAFETY: blocking tasks are created LIFE_RUNNING and handed only to this pool, so this
     // thread holds the run reference.
@@ -120,12 +116,24 @@ where
 {
     let t = Arc::new(Task::new());
     // SAFETY: a fresh Arc is unique.
-    unsafe { t.init(f, shared.cast(), true, 0, None, None, 0) };
+    unsafe {
+        t.init(
+            f,
+            TaskSetup {
+                runtime: shared.cast(),
+                with_handle: true,
+                stack_size: 0,
+                name: None,
+                scope: None,
+                worker: 0,
+            },
+        )
+    };
     // Never claimable by a joiner: it must run on a blocking thread.
     // SAFETY: the block is still ours alone.
     unsafe { t.claim_owned() };
     // SAFETY: shared is alive (caller's runtime or the global one).
-    unsafe { (*shared).ext_spawned.fetch_add(1, Ordering::Release) };
+    unsafe { (*shared).count_external_spawn() };
     IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
     submit(t.clone());
     t
@@ -134,7 +142,7 @@ where
 fn current_shared_or_global() -> *const Shared {
     let s = context::current_shared();
     if s.is_null() {
-        runtime::global_shared()
+        crate::global::global_shared()
     } else {
         s
     }

@@ -6,8 +6,9 @@
 //! `#[inline(never)]` function [`ctx_ptr`], and no reference derived from it is held across a
 //! suspension point (yield, park).
 
-use crate::registry::{Shared, ThreadCtx, WorkerLocal};
+use crate::registry::Shared;
 use crate::task::{Task, Waiter};
+use crate::worker::local::{ThreadCtx, WorkerLocal};
 use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
@@ -35,11 +36,7 @@ pub(crate) fn current_task_ptr() -> *const Task {
         ptr::null()
     } else {
         // SAFETY: a non-null context lives as long as its OS thread's worker loop.
-        unsafe {
-            (*c).current
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .cast_const()
-        }
+        unsafe { (*c).current() }
     }
 }
 
@@ -64,7 +61,7 @@ pub(crate) fn current_shared() -> *const Shared {
         ptr::null()
     } else {
         // SAFETY: as in current_task_ptr.
-        unsafe { (*c).shared }
+        unsafe { (*c).shared() }
     }
 }
 
@@ -76,11 +73,11 @@ pub(crate) fn current_worker_index() -> Option<usize> {
     }
     // SAFETY: as in current_task_ptr.
     unsafe {
-        let w = (*c).worker;
+        let w = (*c).worker();
         if w.is_null() {
             None
         } else {
-            Some((*w).index)
+            Some((*w).index())
         }
     }
 }
@@ -91,13 +88,7 @@ pub(crate) fn same_runtime_green(shared: *const Shared) -> bool {
     // SAFETY: as in current_task_ptr.
     !c.is_null()
         && unsafe {
-            (*c).shared == shared
-                && !(*c).worker.is_null()
-                && !(*c)
-                    .current
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    .cast_const()
-                    .is_null()
+            (*c).shared() == shared && !(*c).worker().is_null() && !(*c).current().is_null()
         }
 }
 
@@ -110,7 +101,7 @@ pub(crate) fn current_worker_ptr() -> *const WorkerLocal {
         ptr::null()
     } else {
         // SAFETY: as in current_task_ptr.
-        unsafe { (*c).worker }
+        unsafe { (*c).worker() }
     }
 }
 
@@ -141,14 +132,11 @@ fn green_on_worker(
     }
     // SAFETY: a non-null context is alive while its OS thread runs the worker loop.
     unsafe {
-        if shared.is_some_and(|s| !ptr::eq((*c).shared, s)) {
+        if shared.is_some_and(|s| !ptr::eq((*c).shared(), s)) {
             return None;
         }
-        let t = (*c)
-            .current
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .cast_const();
-        let w = (*c).worker;
+        let t = (*c).current();
+        let w = (*c).worker();
         if t.is_null() || w.is_null() {
             None
         } else {

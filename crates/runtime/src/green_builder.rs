@@ -3,8 +3,8 @@
 
 use crate::context;
 use crate::error::Error;
+use crate::global::global_shared;
 use crate::handle::JoinHandle;
-use crate::runtime::global_shared;
 use crate::spawn::{spawn_raw, SpawnOptions};
 use crate::stack::check_stack_size;
 use std::marker::PhantomData;
@@ -48,10 +48,10 @@ where
         global_shared()
     } else {
         // SAFETY: a non-null context lives as long as its OS thread's worker loop.
-        unsafe { (*c).shared }
+        unsafe { (*c).shared() }
     };
     // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
-    unsafe { (*s).stack_limits.admit()? };
+    unsafe { (*s).stack_limits().admit()? };
     // SAFETY: as above; 'static closure and result; `c` was read just now on this OS thread.
     let t = unsafe { spawn_raw(c, &*s, f, opts()) };
     Ok(JoinHandle {
@@ -237,10 +237,10 @@ impl GreenBuilder {
                     global_shared()
                 } else {
                     // SAFETY: a non-null context lives as long as its OS thread's worker loop.
-                    unsafe { (*c).shared }
+                    unsafe { (*c).shared() }
                 };
                 // SAFETY: the runtime is the caller's (alive while it runs) or the global one.
-                let state = unsafe { (*s).bandwidth.clone() };
+                let state = unsafe { (*s).bandwidth().clone() };
                 Some(crate::bandwidth::admit(state, bps)?)
             }
         };

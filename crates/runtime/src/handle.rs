@@ -148,7 +148,7 @@ impl<T> JoinHandle<T> {
     pub fn stats(&self) -> ThreadStats {
         self.task
             .as_ref()
-            .map(|t| ThreadStats::from_account(&t.acct, 0))
+            .map(|t| ThreadStats::from_account(t.account(), 0))
             .unwrap_or_default()
     }
 }

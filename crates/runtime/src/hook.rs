@@ -1,8 +1,9 @@
 //! The runtime's implementation of `footprint_locks::SchedulerHook`, installed on every worker.
 
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal, WorkerShared};
+use crate::registry::{Shared, WorkerShared};
 use crate::timer;
+use crate::worker::local::WorkerLocal;
 use crate::{context, parking};
 use footprint_locks::os::os_hook;
 use footprint_locks::{ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag, Unparker};
@@ -21,9 +22,7 @@ use std::time::{Duration, Instant};
 /// call, alive until then (`set_scheduled_class_cell`'s contract).
 #[inline(always)]
 pub(crate) unsafe fn publish_running(worker: &WorkerShared, cell: *const ClassCell) {
-    // Relaxed: a waiter only compares the pointer (never dereferences it) to decide between
-    // spinning and parking, and re-reads it; a stale value costs at most a short spin.
-    worker.running.store(cell.cast_mut(), Ordering::Relaxed);
+    worker.set_running(cell);
     // SAFETY: per this function's contract.
     unsafe { footprint_locks::hook::set_scheduled_class_cell(cell) };
 }
@@ -39,7 +38,7 @@ fn here() -> Option<(&'static Shared, &'static WorkerLocal)> {
     // outlive the green thread running on it (the caller); the references do not leave the
     // hook's methods.
     unsafe {
-        let (s, w) = ((*c).shared, (*c).worker);
+        let (s, w) = ((*c).shared(), (*c).worker());
         if s.is_null() || w.is_null() {
             None
         } else {
@@ -64,18 +63,18 @@ fn find_higher(than: PriorityClass) -> Option<usize> {
     // SAFETY: the context and its worker belong to the calling OS thread; the ready structure is
     // owner-only and we hold no other borrow of it.
     unsafe {
-        let w = (*c).worker;
+        let w = (*c).worker();
         if w.is_null() {
             return None;
         }
-        let ready = &*(*w).ready.get();
+        let ready = &*(*w).ready_mut();
         ready.find_recent(SCAN, |j| higher(j, than))
     }
 }
 
 fn higher(j: &Job, than: PriorityClass) -> bool {
     match j {
-        Job::Task(t) => t.class.get() > than,
+        Job::Task(t) => t.class_cell().get() > than,
         Job::Stack(_) => PriorityClass::Running > than,
     }
 }
@@ -88,7 +87,7 @@ impl SchedulerHook for GreenHook {
         } else {
             // SAFETY: the control block outlives the green thread (contract of class_cell: valid
             // while the current thread lives).
-            unsafe { &(*t).class }
+            unsafe { (*t).class_cell() }
         }
     }
 
@@ -158,9 +157,11 @@ impl SchedulerHook for GreenHook {
         if thread.is_none() {
             return RunState::Unknown;
         }
-        let running = shared.workers.iter().enumerate().any(|(i, w)| {
-            i != me.index && ThreadTag::of(w.running.load(Ordering::Relaxed)) == thread
-        });
+        let running = shared
+            .workers()
+            .iter()
+            .enumerate()
+            .any(|(i, w)| i != me.index() && ThreadTag::of(w.running()) == thread);
         if running {
             RunState::RunningElsewhere
         } else {
@@ -172,23 +173,23 @@ impl SchedulerHook for GreenHook {
         let Some((_, me)) = here() else {
             return false;
         };
-        let inbox = &me.me().inbox;
+        let inbox = &me.me().inbox();
         // SAFETY: the ready structure is the calling worker's own; no borrow of it is live.
-        let ready = unsafe { (*me.ready.get()).len() };
+        let ready = unsafe { (*me.ready_mut()).len() };
         ready > 0
             || inbox.len.load(Ordering::Relaxed) > 0
             || inbox.bound_len.load(Ordering::Relaxed) > 0
-            || !me.deque.is_empty()
+            || !me.deque().is_empty()
     }
 
     fn running_elsewhere(&self) -> Option<usize> {
         let (shared, me) = here()?;
         Some(
             shared
-                .workers
+                .workers()
                 .iter()
                 .enumerate()
-                .filter(|(i, w)| *i != me.index && !w.running.load(Ordering::Relaxed).is_null())
+                .filter(|(i, w)| *i != me.index() && !w.running().is_null())
                 .count(),
         )
     }
@@ -199,7 +200,7 @@ impl SchedulerHook for GreenHook {
             os_hook().switch_cost_ns()
         } else {
             // SAFETY: the runtime of the calling worker is alive.
-            unsafe { (*s).switch_cost_ns }
+            unsafe { (*s).switch_cost_ns() }
         }
     }
 }
@@ -211,6 +212,6 @@ pub(crate) fn lock_wait_sink(ns: u64) {
     if !t.is_null() {
         // SAFETY: the running green thread of this worker is alive while it runs; only it
         // writes its lock wait (it is the caller).
-        crate::accounting::bump(unsafe { &(*t).acct.lock_wait_ns }, ns);
+        unsafe { (*t).account().add_lock_wait(ns) };
     }
 }

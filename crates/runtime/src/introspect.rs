@@ -3,10 +3,11 @@
 //! names.
 
 use crate::context;
+use crate::global::global;
 use crate::join::scope;
 use crate::loops::LoopStats;
 use crate::placement::migrate_to;
-use crate::runtime::{global, Runtime};
+use crate::runtime::Runtime;
 
 /// The number of workers of the runtime the caller runs on, or of the global runtime (built
 /// on first use) when the caller is not on a runtime's worker (rayon's `current_num_threads`).
@@ -21,7 +22,7 @@ pub fn current_num_threads() -> usize {
         global().workers()
     } else {
         // SAFETY: the runtime of the calling thread's context is alive while the thread runs.
-        unsafe { &*s }.workers.len()
+        unsafe { &*s }.workers().len()
     }
 }
 
@@ -112,5 +113,5 @@ pub fn record_affinity_loop(run: LoopStats) {
     };
     // SAFETY: the runtime of the calling thread's context is alive while the thread runs; the
     // global one lives for the whole process.
-    unsafe { &*shared }.loops.add(&run);
+    unsafe { &*shared }.loops().add(&run);
 }

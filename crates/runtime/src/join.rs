@@ -1,7 +1,6 @@
 //! Fork-join: `join(a, b)` and `scope`.
 
 use crate::job::StackJobRef;
-use crate::runtime;
 use crate::task::{drop_payload, Latch, ScopeCount, ScopeShared, Task, Waiter};
 use crate::{context, handle, job, parking, registry, spawn};
 use std::cell::UnsafeCell;
@@ -63,7 +62,7 @@ where
     RB: Send,
 {
     let Some((owner, worker)) = context::current_green_on_worker() else {
-        return runtime::current_or_global(|rt| rt.block_on(move || join(a, b)));
+        return crate::global::current_or_global(|rt| rt.block_on(move || join(a, b)));
     };
     let job = StackJob::<B, RB> {
         header: job::StackJobHeader {
@@ -164,7 +163,7 @@ where
 {
     let mut rt = context::current_shared();
     if rt.is_null() {
-        rt = runtime::global_shared();
+        rt = crate::global::global_shared();
     }
     let s = Scope {
         data: Arc::new(ScopeShared {

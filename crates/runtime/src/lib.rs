@@ -95,11 +95,14 @@ mod accounting;
 mod adaptive;
 pub mod bandwidth;
 mod blocking;
+mod builder;
 mod clock;
 mod config;
 mod context;
 mod counters;
 mod error;
+mod exits;
+mod global;
 mod green_builder;
 mod handle;
 mod hook;
@@ -141,8 +144,10 @@ pub use adaptive::{progress, AdaptiveDecision, AdaptiveReason, AdaptiveSample, A
 // Thread Tranquilizer (003 ch. 3): `Builder::tranquilizer`.
 pub use adaptive::tranquilizer;
 pub use blocking::{block_in_place, spawn_blocking};
+pub use builder::{Builder, MAX_WORKERS_PER_CPU};
 pub use counters::{Counters, SourceFactory};
 pub use error::Error;
+pub use global::{current_runtime_id, global};
 pub use green_builder::{spawn, GreenBuilder};
 pub use handle::JoinHandle;
 pub use introspect::record_affinity_loop;
@@ -156,7 +161,7 @@ pub use placement::{
     current_thread_id, migrate_to, set_fragment, LockTimeSource, PlacementStats, ShuffleConfig,
 };
 pub use ready::ReadyOrder;
-pub use runtime::{current_runtime_id, global, Builder, Runtime, MAX_WORKERS_PER_CPU};
+pub use runtime::Runtime;
 pub use sleep::wake_idle_workers;
 pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use stats::{current_stats, RuntimeStats, ThreadStats, WorkerStats};

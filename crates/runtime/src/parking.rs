@@ -58,7 +58,7 @@ pub(crate) fn park_current() {
     }
     // SAFETY: t is the running green thread, alive while it runs.
     unsafe {
-        if (*t).park.take_permit() {
+        if (*t).park_state().take_permit() {
             return;
         }
         let timed = bandwidth::engaged() && bandwidth::before_park();
@@ -99,11 +99,11 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     // every unfinished green thread).
     let shared = unsafe { &*task.runtime() };
     let here = placement::here(shared);
-    let here_index = here.map(|w| w.index);
+    let here_index = here.map(|w| w.index());
     // placement: a home given by thread shuffling (003) wins across domains.
-    if let Some(s) = &shared.placement.shuffle {
+    if let Some(s) = &shared.placement().shuffle {
         let hinted = match hint {
-            Placement::Worker(w) if w < shared.workers.len() => Some(w),
+            Placement::Worker(w) if w < shared.workers().len() => Some(w),
             _ => None,
         };
         if let Some(home) = s.redirect(&task, hinted) {
@@ -112,7 +112,7 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     }
     let route = match hint {
         Placement::Worker(w) if Some(w) == here_index => Route::Local,
-        Placement::Worker(w) if w < shared.workers.len() => Route::Inbox(w),
+        Placement::Worker(w) if w < shared.workers().len() => Route::Inbox(w),
         _ => placement::woken_route(shared, &task, here_index),
     };
     placement::enqueue(shared, here, route, task);
@@ -127,15 +127,15 @@ pub(crate) fn promote_ready(scan: usize, pred: impl Fn(&Job) -> bool) -> bool {
     }
     // SAFETY: owner-only ready structure of the calling worker; no other borrow is live.
     unsafe {
-        let w = (*c).worker;
-        !w.is_null() && (*(*w).ready.get()).promote_first(scan, pred)
+        let w = (*c).worker();
+        !w.is_null() && (*(*w).ready_mut()).promote_first(scan, pred)
     }
 }
 
 impl Task {
     /// Makes a permit available and schedules the thread if it is parked.
     pub(crate) fn unpark_task(self: &Task, hint: Placement) {
-        if self.park.unpark() {
+        if self.park_state().unpark() {
             // SAFETY: a parked task's run reference was leaked with Arc::into_raw by the worker
             // that parked it; winning PARKED -> EMPTY (`ParkState::unpark`) makes it ours.
             let task = unsafe { Arc::from_raw(self as *const Task) };

@@ -8,11 +8,11 @@
 //! error) until a stack comes back.
 
 use crate::error::Error;
-use crate::registry::WorkerLocal;
 use crate::spare::{release_spare, Pooled};
 use crate::stack::GreenStack;
 use crate::sync::Mutex;
 use crate::task::Task;
+use crate::worker::local::WorkerLocal;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -100,8 +100,8 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn take_task(&self) -> Arc<Task> {
         // SAFETY: owner-only pool, no borrow escapes this call.
-        let pool = unsafe { &mut *self.pools.tasks.get() };
-        take_pooled(pool, &self.shared().pools.tasks, TASK_LEVELS)
+        let pool = unsafe { &mut *self.pools().tasks.get() };
+        take_pooled(pool, &self.shared().pools().tasks, TASK_LEVELS)
             .map(Pooled::take)
             .unwrap_or_else(crate::task::new_task)
     }
@@ -110,33 +110,33 @@ impl WorkerLocal {
     fn put_task(&self, t: Arc<Task>) {
         let t = Pooled(t);
         // SAFETY: owner-only pool.
-        let pool = unsafe { &mut *self.pools.tasks.get() };
-        put_pooled(pool, &self.shared().pools.tasks, TASK_LEVELS, t);
+        let pool = unsafe { &mut *self.pools().tasks.get() };
+        put_pooled(pool, &self.shared().pools().tasks, TASK_LEVELS, t);
     }
 
     /// A stack of `size` usable bytes: pooled when it is the runtime's size, else fresh. The
     /// error names the limit that was hit (the live-stack cap, or the OS's refusal).
     pub(crate) fn take_stack(&self, size: usize) -> Result<GreenStack, Error> {
         let shared = self.shared();
-        shared.stack_limits.take()?;
-        let made = if size == shared.stack_size {
+        shared.stack_limits().take()?;
+        let made = if size == shared.stack_size() {
             // SAFETY: owner-only pool.
-            let pool = unsafe { &mut *self.pools.stacks.get() };
-            if let Some(s) = take_pooled(pool, &shared.pools.stacks, STACK_LEVELS) {
+            let pool = unsafe { &mut *self.pools().stacks.get() };
+            if let Some(s) = take_pooled(pool, &shared.pools().stacks, STACK_LEVELS) {
                 return Ok(s);
             }
-            shared.slabs.carve()
+            shared.slabs().carve()
         } else {
-            GreenStack::own(size, shared.guard_pages)
+            GreenStack::own(size, shared.guard_pages())
         };
         match made {
             Ok(s) => {
-                shared.stacks_mapped.fetch_add(1, Ordering::Relaxed);
+                shared.count_stack_mapped();
                 Ok(s)
             }
             Err(e) => {
-                shared.stack_limits.refuse(&e);
-                shared.stack_limits.untake();
+                shared.stack_limits().refuse(&e);
+                shared.stack_limits().untake();
                 Err(Error::Stack(e))
             }
         }
@@ -145,19 +145,19 @@ impl WorkerLocal {
     /// Returns a stack taken with `take_stack(size)`.
     pub(crate) fn put_stack(&self, s: GreenStack, size: usize) {
         let shared = self.shared();
-        shared.stack_limits.give_back();
-        if size != shared.stack_size {
+        shared.stack_limits().give_back();
+        if size != shared.stack_size() {
             return; // a mapping of its own: dropping it unmaps it
         }
         // SAFETY: owner-only pool.
-        let pool = unsafe { &mut *self.pools.stacks.get() };
-        put_pooled(pool, &shared.pools.stacks, STACK_LEVELS, s);
+        let pool = unsafe { &mut *self.pools().stacks.get() };
+        put_pooled(pool, &shared.pools().stacks, STACK_LEVELS, s);
     }
 
     /// Gives up a stack that must not be reused (its thread overflowed it and was abandoned):
     /// a slab slot is leaked, a mapping of its own is unmapped.
     pub(crate) fn discard_stack(&self, s: GreenStack) {
-        self.shared().stack_limits.give_back();
+        self.shared().stack_limits().give_back();
         drop(s);
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::context;
 use crate::runtime::Runtime;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,14 +29,14 @@ impl Runtime {
     /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) -> usize {
         let deadline = Instant::now().checked_add(timeout);
-        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.begin_shutdown();
         self.shared.notify_all();
         if context::current_shared() == Arc::as_ptr(&self.shared) {
             self.threads.clear();
             return self.shared.live() as usize;
         }
         if !self.wait_workers_exited(deadline) {
-            self.shared.abandoned.store(true, Ordering::SeqCst);
+            self.shared.abandon();
             self.shared.notify_all();
             // Idle workers exit within microseconds; a busy one is left detached.
             self.wait_workers_exited(Instant::now().checked_add(ABANDON_GRACE));
@@ -58,29 +57,7 @@ impl Runtime {
     /// Waits until every started worker has left its loop or `deadline` passes (`None`: no
     /// deadline); whether they all have.
     fn wait_workers_exited(&self, deadline: Option<Instant>) -> bool {
-        let want = self.threads.len();
-        let mut n = self.shared.exited.lock().unwrap_or_else(|e| e.into_inner());
-        while *n < want {
-            let Some(d) = deadline else {
-                n = self
-                    .shared
-                    .exited_cv
-                    .wait(n)
-                    .unwrap_or_else(|e| e.into_inner());
-                continue;
-            };
-            let now = Instant::now();
-            if now >= d {
-                return false;
-            }
-            n = self
-                .shared
-                .exited_cv
-                .wait_timeout(n, d - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        true
+        self.shared.exits().wait_for(self.threads.len(), deadline)
     }
 
     /// The stderr line `drop` prints when it has waited long: the count and the names.
@@ -107,26 +84,26 @@ const ABANDON_GRACE: Duration = Duration::from_millis(50);
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shared.watch.stop();
+        self.shared.watch().stop();
         crate::runtime::note_runtime_dropped();
         if cfg!(feature = "tracing") {
             let s = self.stats();
-            crate::trace::shutdown(self.shared.id, self.workers(), s.spawned, s.finished);
+            crate::trace::shutdown(self.shared.id(), self.workers(), s.spawned, s.finished);
         }
-        if let Some(s) = &self.shared.placement.shuffle {
+        if let Some(s) = &self.shared.placement().shuffle {
             s.stop();
         }
         // adaptive
-        if let Some(a) = &self.shared.adaptive {
+        if let Some(a) = self.shared.adaptive() {
             a.stop();
         }
-        if let Some(t) = &self.shared.tranquilizer {
+        if let Some(t) = self.shared.tranquilizer() {
             t.stop();
         }
-        if let Some(n) = &self.shared.node {
+        if let Some(n) = self.shared.node() {
             n.stop();
         }
-        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.begin_shutdown();
         self.shared.notify_all();
         if context::current_shared() == Arc::as_ptr(&self.shared) {
             // Called from inside: the workers stop by themselves once the runtime is idle.

@@ -66,7 +66,8 @@ pub(crate) mod word;
 
 pub(crate) use word::{wake_all, wake_many, wake_one, Slept};
 
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
+use crate::worker::local::WorkerLocal;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -100,7 +101,7 @@ impl Shared {
     /// with a fence: the injector, an inbox spill).
     #[inline]
     pub(crate) fn notify_one(&self, from: usize) {
-        if self.sleepers.wake_needed_after_publish() {
+        if self.sleepers().wake_needed_after_publish() {
             self.wake_one_from(from);
         }
     }
@@ -109,20 +110,24 @@ impl Shared {
     /// (two slices: no division per worker).
     #[cold]
     pub(crate) fn wake_one_from(&self, from: usize) -> bool {
-        let (upto, after) = self.workers.split_at((from + 1).min(self.workers.len()));
-        wake_one(&self.sleepers, after.iter().chain(upto).map(|w| &*w.sleep))
+        let (upto, after) = self
+            .workers()
+            .split_at((from + 1).min(self.workers().len()));
+        wake_one(self.sleepers(), after.iter().chain(upto).map(|w| w.sleep()))
     }
 
     /// Wakes up to `n` sleeping workers at once (searchers or not), after worker `from` pushed
     /// work for that many onto its own deque; how many it woke.
     pub(crate) fn wake_for(&self, from: usize, n: usize) -> usize {
-        if n == 0 || !self.sleepers.any_sleeping_after_local_push() {
+        if n == 0 || !self.sleepers().any_sleeping_after_local_push() {
             return 0;
         }
-        let (upto, after) = self.workers.split_at((from + 1).min(self.workers.len()));
+        let (upto, after) = self
+            .workers()
+            .split_at((from + 1).min(self.workers().len()));
         wake_many(
-            &self.sleepers,
-            after.iter().chain(upto).map(|w| &*w.sleep),
+            self.sleepers(),
+            after.iter().chain(upto).map(|w| w.sleep()),
             n,
         )
     }
@@ -132,36 +137,36 @@ impl Shared {
     /// sleeper is woken when nobody searches: `w` may be busy for long, and thieves take from
     /// inboxes too (load balance wins over placement).
     pub(crate) fn notify_worker(&self, w: usize) {
-        let ws = &self.workers[w];
+        let ws = &self.workers()[w];
         // `wake_after_publish` issued the fence.
-        if !ws.sleep.wake_after_publish(&self.sleepers) && self.sleepers.wake_needed() {
+        if !ws.sleep().wake_after_publish(self.sleepers()) && self.sleepers().wake_needed() {
             self.wake_one_from(w);
         }
     }
 
     pub(crate) fn notify_all(&self) {
-        wake_all(&self.sleepers, self.workers.iter().map(|w| &*w.sleep));
+        wake_all(self.sleepers(), self.workers().iter().map(|w| w.sleep()));
     }
 
     /// Whether no worker but `me` searches, and every other one waits on its futex past its
     /// last search or rests: nobody would find work now without a wake-up (diagnostics for
     /// the lost wake-ups that `RuntimeStats` counts).
     pub(crate) fn nobody_else_looking(&self, me: usize) -> bool {
-        self.sleepers.searching(Ordering::SeqCst) == 0
+        self.sleepers().searching(Ordering::SeqCst) == 0
             && self
-                .workers
+                .workers()
                 .iter()
                 .enumerate()
-                .all(|(i, w)| i == me || w.sleep.is_waiting())
+                .all(|(i, w)| i == me || w.sleep().is_waiting())
     }
 
     /// Workers currently asleep on their futex (or about to be), resting ones included.
     pub(crate) fn sleeping_workers(&self) -> usize {
-        self.workers
+        self.workers()
             .iter()
             .filter(|w| {
                 matches!(
-                    w.sleep.state(Ordering::Acquire),
+                    w.sleep().state(Ordering::Acquire),
                     word::SLEEPING | word::SURPLUS
                 )
             })
@@ -175,8 +180,8 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn notify_after_local_push(&self) {
         let shared = self.shared();
-        if shared.sleepers.wake_needed_after_local_push() {
-            shared.wake_one_from(self.index);
+        if shared.sleepers().wake_needed_after_local_push() {
+            shared.wake_one_from(self.index());
         }
     }
 
@@ -185,8 +190,8 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn stop_searching_found(&self) {
         let shared = self.shared();
-        if shared.sleepers.stop_searching() {
-            shared.wake_one_from(self.index);
+        if shared.sleepers().stop_searching() {
+            shared.wake_one_from(self.index());
         }
     }
 }

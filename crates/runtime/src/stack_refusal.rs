@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 /// Counts a refusal and, the first time in this runtime, says it.
 #[cold]
 pub(crate) fn stack_refused(shared: &Shared, err: &Error) {
-    let limits = &shared.stack_limits;
+    let limits = &shared.stack_limits();
     limits.failures.fetch_add(1, Ordering::Relaxed);
     if limits.said.swap(true, Ordering::Relaxed) {
         return;
@@ -42,7 +42,7 @@ fn mappings() -> Option<(usize, usize)> {
 
 /// The report: what failed, what was live, the limit hit, the remedies.
 pub(crate) fn describe(shared: &Shared, err: &Error) -> String {
-    let guards = if shared.guard_pages {
+    let guards = if shared.guard_pages() {
         guard_kind().describe()
     } else {
         "no guard pages"
@@ -60,7 +60,7 @@ pub(crate) fn describe(shared: &Shared, err: &Error) -> String {
         }
         (_, None) => "memory, address space or memory mappings".to_string(),
     };
-    let mprotect = shared.guard_pages && guard_kind() == GuardKind::Mprotect;
+    let mprotect = shared.guard_pages() && guard_kind() == GuardKind::Mprotect;
     format!(
         "footprint: a green thread could not get a stack when it first ran ({err}). It fails its \
          JoinHandle with that error, and so does every green thread that starts before a stack \
@@ -70,8 +70,8 @@ pub(crate) fn describe(shared: &Shared, err: &Error) -> String {
          a smaller Builder::stack_size, fewer green threads alive at once{cap}. (Said once per \
          runtime; RuntimeStats::stack_failures counts them.)",
         live = shared.live(),
-        mapped = shared.stacks_mapped.load(Ordering::Relaxed),
-        size = shared.stack_size,
+        mapped = shared.stacks_mapped(),
+        size = shared.stack_size(),
         first = if mprotect {
             "Builder::guard_pages(false) (each guarded stack costs two mappings with mprotect \
              guards: the kernel lacks MADV_GUARD_INSTALL, Linux 6.13+, or \

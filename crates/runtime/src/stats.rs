@@ -91,12 +91,10 @@ pub fn current_stats() -> Option<ThreadStats> {
     let (t, w) = current_green_on_worker()?;
     // SAFETY: both are the calling thread's own: the running green thread and its worker.
     unsafe {
-        let running = if (*w).timed {
-            clock::ticks().wrapping_sub((*w).run_start.get())
-        } else {
-            0
-        };
-        Some(ThreadStats::from_account(&(*t).acct, running))
+        Some(ThreadStats::from_account(
+            (*t).account(),
+            (*w).running_ticks(),
+        ))
     }
 }
 
@@ -356,40 +354,36 @@ impl RuntimeStats {
     }
 
     pub(crate) fn collect(sh: &Shared) -> RuntimeStats {
+        let (spawned, finished) = sh.external_counts();
         let mut s = RuntimeStats {
-            spawned: sh.ext_spawned.load(Ordering::Relaxed),
-            finished: sh.ext_finished.load(Ordering::Relaxed),
-            stacks_mapped: sh.stacks_mapped.load(Ordering::Relaxed),
-            overflows: sh.overflows.load(Ordering::Relaxed),
-            stack_failures: sh.stack_limits.failures.load(Ordering::Relaxed),
-            blocking_warnings: sh.watch.blocking_warnings.load(Ordering::Relaxed),
-            hang_reports: sh.watch.hang_reports.load(Ordering::Relaxed),
-            counters: sh.counters.describe.clone(),
-            counter_error: sh
-                .counter_error
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            spawned,
+            finished,
+            stacks_mapped: sh.stacks_mapped(),
+            overflows: sh.overflows(),
+            stack_failures: sh.stack_limits().failures.load(Ordering::Relaxed),
+            blocking_warnings: sh.watch().blocking_warnings.load(Ordering::Relaxed),
+            hang_reports: sh.watch().hang_reports.load(Ordering::Relaxed),
+            counters: sh.counters().describe.clone(),
+            counter_error: sh.counter_error(),
             ..RuntimeStats::default()
         };
-        for w in sh.workers.iter() {
-            s.spawned += w.spawned.load(Ordering::Relaxed);
-            s.finished += w.finished.load(Ordering::Relaxed);
-            let ws = WorkerStats::from_account(&w.acct, w.cpu, w.inbox.woken());
+        for w in sh.workers().iter() {
+            let (spawned, finished) = w.counts();
+            s.spawned += spawned;
+            s.finished += finished;
+            let ws = WorkerStats::from_account(w.account(), w.cpu(), w.inbox().woken());
             s.steals += ws.steals();
             s.workers.push(ws);
         }
-        s.loops = sh.loops.get();
-        s.bandwidth = sh.bandwidth.stats(&sh.counters.describe);
+        s.loops = sh.loops().get();
+        s.bandwidth = sh.bandwidth().stats(&sh.counters().describe);
         s.adaptive = sh
-            .adaptive
-            .as_ref()
+            .adaptive()
             .map(crate::adaptive::state::AdaptiveState::stats);
         s.tranquilizer = sh
-            .tranquilizer
-            .as_ref()
+            .tranquilizer()
             .map(crate::tranquilizer::daemon::TranquilizerState::stats);
-        s.node = sh.node.as_ref().map(crate::node::NodeState::stats);
+        s.node = sh.node().map(crate::node::NodeState::stats);
         s
     }
 }

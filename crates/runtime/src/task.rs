@@ -10,7 +10,6 @@
 
 use crate::accounting::ThreadAccount;
 use crate::sync::atomic::AtomicU8;
-use corosensei::{Coroutine, Yielder};
 use footprint_locks::{ClassCell, Placement, PriorityClass, Unpark};
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -21,29 +20,11 @@ use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Why a green thread gave its worker back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reason {
-    /// Requeue me behind the other ready threads.
-    Yield,
-    /// Park me (the park protocol finishes on the worker's stack).
-    Park,
-    /// Move me to this worker (`placement::migrate_current`).
-    Migrate(usize),
-}
-
-/// What a coroutine returns: normal completion or a recovered stack overflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Exit {
-    Finished,
-    Overflow,
-}
-
-pub(crate) type Co = Coroutine<(), Reason, Exit, crate::stack::GreenStack>;
-pub(crate) type GreenYielder = Yielder<(), Reason>;
-
 pub(crate) mod extras;
 pub(crate) mod states;
+pub(crate) mod switch;
+
+pub(crate) use switch::{Co, Exit, GreenYielder, Reason};
 
 pub(crate) use extras::{PlacementHints, TaskExtras};
 
@@ -290,7 +271,7 @@ pub(crate) struct Task {
     /// Switch: run time, runs, migrations, steals, parked time, misses; written at the switches
     /// by the worker holding the run reference (`worker/switch.rs`), read by `JoinHandle::stats` and
     /// `current_stats`.
-    pub(crate) acct: ThreadAccount,
+    acct: ThreadAccount,
     /// The research state (`extras.rs`).
     extras: TaskExtras,
     /// Its index in the control-block registry (`usize::MAX`: not listed).
@@ -302,13 +283,13 @@ pub(crate) struct Task {
     nested: std::cell::Cell<u32>,
     /// LIFE_* (`crate::sync`'s atomic: `states::claim` is model-checked). Switch: read by the
     /// worker loop; changed only here.
-    pub(crate) life: AtomicU8,
+    life: AtomicU8,
     /// Who owns the result (`states.rs`).
     handle: HandleState,
     /// The park permit (`states.rs`). Switch: the worker publishes `PARKED` after the switch.
-    pub(crate) park: ParkState,
+    park: ParkState,
     /// Published priority class (the scheduler hook's cell).
-    pub(crate) class: ClassCell,
+    class: ClassCell,
     /// Whether the job panicked (set on completion).
     panicked: UnsafeCell<bool>,
     /// The block's strong count includes one reference that no `Arc` holds: left by a joiner
@@ -327,107 +308,25 @@ unsafe impl Send for Task {}
 // SAFETY: as above.
 unsafe impl Sync for Task {}
 
+/// What a new green thread is set up with besides its closure ([`Task::init`]).
+pub(crate) struct TaskSetup {
+    /// Its runtime's `registry::Shared`, untyped (see `Task::shared`).
+    pub(crate) runtime: *const (),
+    /// Whether a `JoinHandle` (or a joiner) will take the result; `false` for a detached thread.
+    pub(crate) with_handle: bool,
+    /// The stack size it asks for.
+    pub(crate) stack_size: usize,
+    /// Its name (`GreenBuilder::name`).
+    pub(crate) name: Option<Arc<str>>,
+    /// The scope it belongs to (`join::scope`).
+    pub(crate) scope: Option<Arc<ScopeShared>>,
+    /// The worker it is created on (its `last_worker` until it first runs).
+    pub(crate) worker: usize,
+}
+
 static EMPTY_VTABLE: JobVtable = VtableFor::<fn(), ()>::VTABLE;
 
 impl Task {
-    // The switch: what the worker holding the run reference installs, reads and takes back
-    // around a resumption (`worker/switch.rs`), and what the overflow handler reads.
-
-    /// Whether the thread has its coroutine (it started and has not finished).
-    ///
-    /// # Safety
-    /// The caller holds the run reference (or the block's only reference).
-    #[inline(always)]
-    pub(crate) unsafe fn has_coroutine(&self) -> bool {
-        // SAFETY: per the contract the switch fields are the caller's.
-        unsafe { (*self.co.get()).is_some() }
-    }
-
-    /// The thread's coroutine, to resume.
-    ///
-    /// # Safety
-    /// The caller holds the run reference, the thread has its coroutine, and no other borrow of
-    /// it is live.
-    #[inline(always)]
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn coroutine(&self) -> &mut Co {
-        // SAFETY: per the contract.
-        unsafe { (*self.co.get()).as_mut().expect("coroutine present") }
-    }
-
-    /// Gives the thread its coroutine, whose stack's guard page starts at `stack_limit`; the
-    /// overflow handler finds both here.
-    ///
-    /// # Safety
-    /// The caller holds the run reference and the thread has no coroutine.
-    #[inline]
-    pub(crate) unsafe fn install_coroutine(&self, co: Co, stack_limit: usize) {
-        // SAFETY: per the contract the switch fields are the caller's.
-        unsafe {
-            *self.stack_limit.get() = stack_limit;
-            *self.trap.get() = Some(co.trap_handler());
-            *self.co.get() = Some(co);
-        }
-    }
-
-    /// Takes the finished thread's coroutine back (its stack goes back to a pool).
-    ///
-    /// # Safety
-    /// The caller holds the run reference and the coroutine has returned.
-    #[inline]
-    pub(crate) unsafe fn take_coroutine(&self) -> Co {
-        // SAFETY: per the contract the switch fields are the caller's.
-        unsafe {
-            *self.trap.get() = None;
-            (*self.co.get()).take().expect("coroutine present")
-        }
-    }
-
-    /// The trap handler and the guard page's address of the running coroutine, for the
-    /// overflow handler.
-    ///
-    /// # Safety
-    /// Called on the OS thread that runs this thread's coroutine (which set them before
-    /// resuming it).
-    #[inline]
-    pub(crate) unsafe fn trap_and_limit(
-        &self,
-    ) -> Option<(corosensei::trap::CoroutineTrapHandler<Exit>, usize)> {
-        // SAFETY: per the contract nothing writes them meanwhile.
-        unsafe { (*self.trap.get()).map(|th| (th, *self.stack_limit.get())) }
-    }
-
-    /// Records the running coroutine's yielder (its first frame does, once).
-    ///
-    /// # Safety
-    /// Called from the thread's own first frame; `y` lives as long as the coroutine.
-    #[inline]
-    pub(crate) unsafe fn set_yielder(&self, y: *const GreenYielder) {
-        // SAFETY: per the contract.
-        unsafe { *self.yielder.get() = y };
-    }
-
-    /// The stack size it asked for.
-    ///
-    /// # Safety
-    /// The caller holds the run reference (or the thread runs on its OS thread).
-    #[inline]
-    pub(crate) unsafe fn stack_size(&self) -> usize {
-        // SAFETY: written by `init` before the thread was published, not changed after.
-        unsafe { *self.stack_size.get() }
-    }
-
-    /// The worker it last ran on.
-    #[inline(always)]
-    pub(crate) fn last_worker(&self) -> usize {
-        self.last_worker.load(Ordering::Relaxed)
-    }
-
-    /// Stamps the worker about to resume it.
-    #[inline(always)]
-    pub(crate) fn set_last_worker(&self, worker: usize) {
-        self.last_worker.store(worker, Ordering::Relaxed);
-    }
     pub(crate) fn new() -> Task {
         Task {
             life: AtomicU8::new(LIFE_NEW),
@@ -462,6 +361,31 @@ impl Task {
         &self.extras
     }
 
+    /// Its accounting record: written at the switches through `ThreadAccount`'s methods by
+    /// the worker holding the run reference, read by the stats.
+    #[inline(always)]
+    pub(crate) fn account(&self) -> &ThreadAccount {
+        &self.acct
+    }
+
+    /// Its park permit (`states.rs`), stepped through `ParkState`'s methods.
+    #[inline(always)]
+    pub(crate) fn park_state(&self) -> &ParkState {
+        &self.park
+    }
+
+    /// Its published priority class (the scheduler hook's cell).
+    #[inline(always)]
+    pub(crate) fn class_cell(&self) -> &ClassCell {
+        &self.class
+    }
+
+    /// Whether it is running (started, not finished): a relaxed read, for assertions.
+    #[inline]
+    pub(crate) fn is_running(&self) -> bool {
+        self.life.load(Ordering::Relaxed) == LIFE_RUNNING
+    }
+
     /// Prepares a pooled control block for a new green thread running `f`.
     ///
     /// # Safety
@@ -469,19 +393,18 @@ impl Task {
     /// which holds only blocks whose strong count was 1 and that never had a `Weak`). Its waiter,
     /// scope, name and hints are `None` (a fresh block, or one `pool::recycle` cleared), so they
     /// are written without dropping the old values.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn init<F, T>(
-        &self,
-        f: F,
-        shared: *const (),
-        with_handle: bool,
-        stack_size: usize,
-        name: Option<Arc<str>>,
-        scope: Option<Arc<ScopeShared>>,
-        worker: usize,
-    ) where
+    pub(crate) unsafe fn init<F, T>(&self, f: F, setup: TaskSetup)
+    where
         F: FnOnce() -> T,
     {
+        let TaskSetup {
+            runtime: shared,
+            with_handle,
+            stack_size,
+            name,
+            scope,
+            worker,
+        } = setup;
         self.life.store(LIFE_NEW, Ordering::Relaxed);
         self.handle.reset(with_handle);
         self.park.reset();
@@ -689,20 +612,6 @@ impl Task {
             }
         }
         true
-    }
-
-    /// Suspends the running green thread (this one) back to its worker.
-    ///
-    /// # Safety
-    /// Called from inside this thread's coroutine (its yielder was set when it started and
-    /// stays valid while it runs).
-    #[inline]
-    pub(crate) unsafe fn suspend(&self, r: Reason) {
-        // SAFETY: per the contract.
-        unsafe {
-            let y = *self.yielder.get();
-            (*y).suspend(r);
-        }
     }
 
     /// One more frame of this (running) thread that others may reach (see `nested`).

@@ -24,15 +24,16 @@
 //! (`notify_one` on entering its rest). During shutdown no worker is surplus (all help finish).
 
 use crate::job::{Job, RawJob};
-use crate::registry::{Shared, WorkerLocal};
-use std::sync::atomic::{fence, Ordering};
+use crate::registry::Shared;
+use crate::worker::local::WorkerLocal;
+use std::sync::atomic::Ordering;
 
 impl WorkerLocal {
     /// Whether this worker is above the active limit (never during shutdown).
     #[inline]
     pub(crate) fn surplus(&self) -> bool {
         let sh = self.shared();
-        self.index >= sh.active.load(Ordering::Relaxed) && !sh.shutdown.load(Ordering::Relaxed)
+        self.index() >= sh.active_limit() && !sh.is_shutting_down()
     }
 
     /// [`surplus`](Self::surplus), out of line, for the fairness tick of the local pick (so
@@ -48,59 +49,59 @@ impl WorkerLocal {
     #[cold]
     pub(crate) fn rest_surplus(&self) {
         let sh = self.shared();
-        let me = &sh.workers[self.index];
-        if let Some(a) = &sh.adaptive {
+        let me = &sh.workers()[self.index()];
+        if let Some(a) = sh.adaptive() {
             a.rests.fetch_add(1, Ordering::Relaxed);
         }
         // It may have been woken from an ordinary sleep by a `notify_one` meant for work it will
         // not take: pass the wake-up on.
-        sh.notify_one(self.index);
+        sh.notify_one(self.index());
         loop {
             self.hand_off(sh);
-            if me.inbox.bound_len.load(Ordering::Acquire) > 0 {
+            if me.inbox().bound_len.load(Ordering::Acquire) > 0 {
                 break;
             }
-            me.sleep.announce_rest();
+            me.sleep().announce_rest();
             if !self.surplus() {
                 break;
             }
-            if me.inbox.len.load(Ordering::SeqCst) > 0
-                || me.inbox.bound_len.load(Ordering::SeqCst) > 0
+            if me.inbox().len.load(Ordering::SeqCst) > 0
+                || me.inbox().bound_len.load(Ordering::SeqCst) > 0
             {
                 continue; // arrived before the store: hand it off (or run it) first
             }
-            me.sleep.rest();
+            me.sleep().rest();
             if !self.surplus() {
                 break;
             }
         }
-        me.sleep.set_awake();
+        me.sleep().set_awake();
     }
 
     /// Moves the ready structure, the start deque and the stealable inbox into the injector and
     /// wakes a sleeping worker if anything moved.
     fn hand_off(&self, sh: &Shared) {
-        let me = &sh.workers[self.index];
+        let me = &sh.workers()[self.index()];
         let mut moved = 0u64;
         // SAFETY: owner-only ready structure; no borrow of it is live in the scheduler loop.
-        let ready = unsafe { &mut *self.ready.get() };
+        let ready = unsafe { &mut *self.ready_mut() };
         while let Some(j) = ready.pop() {
-            sh.injector.push(RawJob::from(j));
+            sh.injector().push(RawJob::from(j));
             moved += 1;
         }
-        while let Some(j) = self.deque.pop() {
-            sh.injector.push(j);
+        while let Some(j) = self.deque().pop() {
+            sh.injector().push(j);
             moved += 1;
         }
-        while let Some(j) = me.inbox.pop() {
-            sh.injector.push(RawJob::from(j));
+        while let Some(j) = me.inbox().pop() {
+            sh.injector().push(RawJob::from(j));
             moved += 1;
         }
         if moved > 0 {
-            if let Some(a) = &sh.adaptive {
+            if let Some(a) = sh.adaptive() {
                 a.handed_off.fetch_add(moved, Ordering::Relaxed);
             }
-            sh.notify_one(self.index);
+            sh.notify_one(self.index());
         }
     }
 }
@@ -111,23 +112,5 @@ impl From<Job> for RawJob {
             Job::Task(t) => RawJob::task(t),
             Job::Stack(r) => RawJob::stack(r),
         }
-    }
-}
-
-impl Shared {
-    /// Sets the active-worker limit to `n` (clamped to 1..=workers) and wakes the resting
-    /// workers it activates.
-    pub(crate) fn set_active(&self, n: usize) {
-        let n = n.clamp(1, self.workers.len());
-        let old = self.active.swap(n, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        for w in self.workers.iter().take(n).skip(old.min(n)) {
-            w.sleep.rouse();
-        }
-    }
-
-    /// Workers currently above the active limit.
-    pub(crate) fn active_limit(&self) -> usize {
-        self.active.load(Ordering::Relaxed)
     }
 }

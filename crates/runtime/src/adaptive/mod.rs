@@ -34,9 +34,10 @@ mod watch;
 pub use controller::Reason as AdaptiveReason;
 pub use stats::{AdaptiveDecision, AdaptiveSample, AdaptiveStats};
 
+use crate::builder::Builder;
 use crate::error::Error;
 use crate::registry::Shared;
-use crate::runtime::{Builder, Runtime};
+use crate::runtime::Runtime;
 use state::EXTERNAL_PROGRESS;
 use std::ops::RangeInclusive;
 use std::sync::atomic::Ordering;
@@ -95,12 +96,12 @@ pub fn progress(n: u64) {
     // SAFETY: a non-null context is the calling thread's own and alive; its runtime outlives
     // its workers; a non-null worker pointer is the calling OS thread's worker.
     unsafe {
-        if !c.is_null() && !(*c).worker.is_null() {
-            let shared: &Shared = &*(*c).shared;
-            if let Some(a) = &shared.adaptive {
+        if !c.is_null() && !(*c).worker().is_null() {
+            let shared: &Shared = &*(*c).shared();
+            if let Some(a) = shared.adaptive() {
                 // Written only by this worker's OS thread (green threads on one worker never
                 // interleave within this call).
-                crate::accounting::bump(&a.progress[(*(*c).worker).index], n);
+                crate::accounting::bump(&a.progress[(*(*c).worker()).index()], n);
             }
             return;
         }
@@ -137,7 +138,7 @@ impl Runtime {
     /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn set_active_workers(&self, n: usize) -> Result<(), Error> {
-        let workers = self.shared.workers.len();
+        let workers = self.shared.workers().len();
         if n == 0 {
             return Err(Error::ZeroActiveWorkers { workers });
         }
@@ -161,7 +162,7 @@ impl Runtime {
     /// # Ok::<(), footprint::Error>(())
     /// ```
     pub fn adaptive_samples(&self) -> Vec<AdaptiveSample> {
-        self.shared.adaptive.as_ref().map_or_else(Vec::new, |a| {
+        self.shared.adaptive().map_or_else(Vec::new, |a| {
             let log = a.log.lock().unwrap_or_else(|e| e.into_inner());
             log.samples.iter().copied().collect()
         })

@@ -20,7 +20,7 @@ const LOAD_READS: u32 = 4;
 
 /// Starts the controller thread.
 pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<()> {
-    let a = shared.adaptive.as_ref().expect("an adaptive runtime");
+    let a = shared.adaptive().expect("an adaptive runtime");
     let ctl = Controller::new(Limits::new(a.min, a.max, a.cpus), Thresholds::default());
     // Built on the caller's thread: no controller CPU time to record yet (the caller's own
     // CPU time is not the controller's).
@@ -35,10 +35,9 @@ pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<()> {
 
 /// Whether the controller should stop (the runtime is gone or going).
 fn stopping(shared: &Shared) -> bool {
-    shared.shutdown.load(Ordering::Relaxed)
+    shared.is_shutting_down()
         || shared
-            .adaptive
-            .as_ref()
+            .adaptive()
             .is_none_or(|a| a.stop.load(Ordering::Relaxed))
 }
 
@@ -46,7 +45,7 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
     let Some(shared) = weak.upgrade() else {
         return;
     };
-    let a = shared.adaptive.as_ref().expect("an adaptive runtime");
+    let a = shared.adaptive().expect("an adaptive runtime");
     let config = SamplerConfig {
         interval: INTERVAL,
         window: 1,
@@ -74,7 +73,7 @@ fn run(weak: std::sync::Weak<Shared>, mut ctl: Controller) {
         let Some(shared) = weak.upgrade() else {
             return;
         };
-        let a = shared.adaptive.as_ref().expect("an adaptive runtime");
+        let a = shared.adaptive().expect("an adaptive runtime");
         // The progress of this interval only, whether or not it yields a sample.
         let progress = a.progress_total();
         let progressed = progress - std::mem::replace(&mut last_progress, progress);

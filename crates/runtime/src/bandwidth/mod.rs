@@ -191,7 +191,7 @@ impl Runtime {
 
     pub(crate) fn bandwidth_state(&self) -> Arc<BandwidthState> {
         // SAFETY: the runtime's state lives as long as `self`.
-        unsafe { (*self.shared_ptr()).bandwidth.clone() }
+        unsafe { (*self.shared_ptr()).bandwidth().clone() }
     }
 }
 

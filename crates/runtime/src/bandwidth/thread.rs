@@ -67,7 +67,7 @@ fn current_state() -> Option<&'static BandwidthState> {
     }
     // SAFETY: the runtime outlives its running green threads (Runtime::drop waits for them),
     // and the reference is used only until this switch point returns, on the green thread.
-    Some(unsafe { &*(*s).bandwidth })
+    Some(unsafe { (*s).bandwidth() })
 }
 
 /// Bytes measured for the calling thread since its last switch point.
@@ -76,7 +76,7 @@ fn measured(state: &BandwidthState, bw: &mut ThreadBw) -> u64 {
         Measure::Misses => {
             let t = context::current_task_ptr();
             // SAFETY: the running task is alive; its miss count is an atomic the worker writes.
-            let m = unsafe { (*t).acct.misses.load(Ordering::Relaxed) };
+            let m = unsafe { (*t).account().misses.load(Ordering::Relaxed) };
             let d = m.wrapping_sub(bw.misses_seen);
             bw.misses_seen = m;
             d.saturating_mul(LINE_BYTES)

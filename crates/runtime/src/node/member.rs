@@ -264,13 +264,13 @@ impl NodeState {
 
 /// Joins the table and starts the daemon.
 pub(crate) fn start(shared: &Arc<Shared>) -> Result<(), String> {
-    let n = shared.node.as_ref().expect("a co-scheduled runtime");
+    let n = shared.node().expect("a co-scheduled runtime");
     let slot = n
         .table
         .lock()
         .and_then(|mut g| {
             g.sweep();
-            g.join(shared.workers.len())
+            g.join(shared.workers().len())
         })
         .map_err(|e| format!("co_schedule: {e}"))?;
     n.stats.lock().unwrap_or_else(|e| e.into_inner()).slot = Some(slot);
@@ -302,8 +302,8 @@ fn run(weak: Weak<Shared>, slot: usize) {
     let Some(shared) = weak.upgrade() else {
         return;
     };
-    let n = shared.node.as_ref().expect("a co-scheduled runtime");
-    let workers = shared.workers.len();
+    let n = shared.node().expect("a co-scheduled runtime");
+    let workers = shared.workers().len();
     let config = n.config.clone();
     let cpus = footprint_affinity::allowed_cpus().unwrap_or_else(|_| vec![0]);
     // The workers started before this thread (build waits for them): their ids are known.
@@ -337,7 +337,7 @@ fn run(weak: Weak<Shared>, slot: usize) {
         let until = Instant::now() + config.interval;
         loop {
             let Some(s) = weak.upgrade() else { return };
-            if s.node.as_ref().is_none_or(NodeState::is_stopped) {
+            if s.node().is_none_or(NodeState::is_stopped) {
                 return;
             }
             drop(s);
@@ -348,7 +348,7 @@ fn run(weak: Weak<Shared>, slot: usize) {
             std::thread::park_timeout(until - now);
         }
         let Some(shared) = weak.upgrade() else { return };
-        let n = shared.node.as_ref().expect("a co-scheduled runtime");
+        let n = shared.node().expect("a co-scheduled runtime");
         let profile = match sampler.sample_now() {
             Ok(Some(p)) => Some(program_profile(&p, shared.active_limit())),
             Ok(None) => None,
@@ -486,7 +486,7 @@ fn allocate(
 /// Applies our share: all workers active and pinned where they started (all cores), or as
 /// many active as the set has CPUs, worker `i` re-pinned to the set's `i`-th CPU.
 fn apply(shared: &Shared, n: &NodeState, share: Option<&[usize]>) -> Result<(), String> {
-    let workers = shared.workers.len();
+    let workers = shared.workers().len();
     let tids = n.tids.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let pin = |tid: i32, cpus: &[usize]| -> Result<(), String> {
         // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
@@ -511,7 +511,7 @@ fn apply(shared: &Shared, n: &NodeState, share: Option<&[usize]>) -> Result<(), 
         None => {
             shared.set_active(workers);
             for (i, &tid) in tids.iter().enumerate().filter(|(_, &t)| t != 0) {
-                if let Some(cpu) = shared.workers[i].cpu {
+                if let Some(cpu) = shared.workers()[i].cpu() {
                     pin(tid, &[cpu])?;
                 } else {
                     let all = footprint_affinity::allowed_cpus().map_err(|e| e.to_string())?;
@@ -560,7 +560,7 @@ mod tests {
             .co_schedule(NodeConfig::new("apply").path(&path))
             .build()
             .unwrap();
-        let n = rt.shared.node.as_ref().unwrap();
+        let n = rt.shared.node().unwrap();
         let tids = n.tids.lock().unwrap().clone();
         assert!(
             tids.iter().all(|&t| t != 0),

@@ -28,8 +28,9 @@ pub(crate) mod state;
 use crate::context::{ctx_ptr, current_task_ptr};
 use crate::error::Error;
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
 use crate::task::{PlacementHints, Reason, Task};
+use crate::worker::local::WorkerLocal;
 use state::PlacementCounters;
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -59,8 +60,8 @@ pub(crate) fn here(shared: &Shared) -> Option<&WorkerLocal> {
     let c = ctx_ptr();
     // SAFETY: a non-null context is alive; its worker (if any) is the calling OS thread's.
     unsafe {
-        if !c.is_null() && ptr::eq((*c).shared, shared) && !(*c).worker.is_null() {
-            Some(&*(*c).worker)
+        if !c.is_null() && ptr::eq((*c).shared(), shared) && !(*c).worker().is_null() {
+            Some(&*(*c).worker())
         } else {
             None
         }
@@ -76,11 +77,11 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
             return r;
         }
     }
-    let n = shared.workers.len();
+    let n = shared.workers().len();
     let home = task.last_worker() % n;
     match here {
         Some(h) if h == home => Route::Local,
-        Some(_) if shared.workers[home].sleep.is_sleeping() => Route::Local,
+        Some(_) if shared.workers()[home].sleep().is_sleeping() => Route::Local,
         _ => Route::Inbox(home),
     }
 }
@@ -88,10 +89,10 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
 /// The worker a partner or rival runs on, `None` (counted) if it has finished.
 fn live_worker(shared: &Shared, other: &Task) -> Option<usize> {
     if other.has_finished() {
-        PlacementCounters::bump(&shared.placement.counters.finished_hint_ignored);
+        PlacementCounters::bump(&shared.placement().counters.finished_hint_ignored);
         return None;
     }
-    Some(other.last_worker() % shared.workers.len())
+    Some(other.last_worker() % shared.workers().len())
 }
 
 /// The route a thread's hints ask for (fragment first, then partner, then rival); `None` when
@@ -103,10 +104,10 @@ fn hinted_route(
     h: &PlacementHints,
     here: Option<usize>,
 ) -> Option<Route> {
-    let n = shared.workers.len();
-    let c = &shared.placement.counters;
+    let n = shared.workers().len();
+    let c = &shared.placement().counters;
     if h.fragment.is_some() {
-        let p = shared.placement.batcher().placement_of(thread_id(task))?;
+        let p = shared.placement().batcher().placement_of(thread_id(task))?;
         return Some(Route::Bound(p.worker % n, p.order));
     }
     if let Some(p) = &h.partner {
@@ -134,10 +135,10 @@ fn hinted_route(
 /// limit) and wakes one, searching from worker 0.
 fn to_injector(shared: &Shared, task: Arc<Task>) {
     shared
-        .injector
+        .injector()
         .push(crate::job::RawJob::from(Job::Task(task)));
     // The ring after the last worker starts at worker 0, among the active ones.
-    shared.notify_one(shared.workers.len() - 1);
+    shared.notify_one(shared.workers().len() - 1);
 }
 
 /// Queues `task` on `route` (`Local` needs `here`).
@@ -145,24 +146,24 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
     match (route, here) {
         // adaptive: a worker above the active limit hands wake-ups on (its own
         // threads go to the injector when it rests).
-        (Route::Local, Some(w)) if w.index >= shared.active_limit() => to_injector(shared, task),
+        (Route::Local, Some(w)) if w.index() >= shared.active_limit() => to_injector(shared, task),
         // Another thread waits here already and a worker idles: where it can take this one.
         (Route::Local, Some(w)) if w.offers_woken() => {
-            shared.workers[w.index].inbox.push(Job::Task(task));
-            shared.notify_one(w.index);
+            shared.workers()[w.index()].inbox().push(Job::Task(task));
+            shared.notify_one(w.index());
         }
         // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
-        (Route::Local, Some(w)) => unsafe { (*w.ready.get()).push_woken(Job::Task(task)) },
+        (Route::Local, Some(w)) => unsafe { (*w.ready_mut()).push_woken(Job::Task(task)) },
         (Route::Local, None) => unreachable!("a local route needs a worker"),
         // adaptive: a worker above the active limit runs nothing it could hand on,
         // so a wake-up placed there (its last worker, say) goes to the injector instead.
         (Route::Inbox(w), _) if w >= shared.active_limit() => to_injector(shared, task),
         (Route::Inbox(w), _) => {
-            shared.workers[w].inbox.push(Job::Task(task));
+            shared.workers()[w].inbox().push(Job::Task(task));
             shared.notify_worker(w);
         }
         (Route::Bound(w, key), _) => {
-            shared.workers[w].inbox.push_bound(key, Job::Task(task));
+            shared.workers()[w].inbox().push_bound(key, Job::Task(task));
             shared.notify_worker(w);
         }
     }
@@ -183,10 +184,10 @@ pub(crate) unsafe fn place_new(
     mut hints: Box<PlacementHints>,
     spawner: Option<usize>,
 ) -> Route {
-    let n = shared.workers.len();
-    let c = &shared.placement.counters;
+    let n = shared.workers().len();
+    let c = &shared.placement().counters;
     let route = if let Some((id, _)) = hints.fragment {
-        let p = shared.placement.batcher().place(thread_id(task), id);
+        let p = shared.placement().batcher().place(thread_id(task), id);
         PlacementCounters::bump(&c.fragment_placements);
         if p.new_fragment {
             PlacementCounters::bump(&c.fragment_batches);
@@ -214,7 +215,7 @@ pub(crate) unsafe fn on_finish(shared: &Shared, t: &Task) {
     // SAFETY: per the contract.
     if let Some(h) = unsafe { (*t.extras().hints.get()).take() } {
         if h.fragment.is_some() {
-            let mut b = shared.placement.batcher();
+            let mut b = shared.placement().batcher();
             b.remove(thread_id(t));
             if b.is_empty() {
                 // No hinted thread left: forget the emptied batches (an empty batch stays its
@@ -244,7 +245,7 @@ pub(crate) fn finish_migrate(w: &WorkerLocal, task: Arc<Task>, to: usize) {
     let key = unsafe { (*task.extras().hints.get()).as_deref() }
         .filter(|h| h.fragment.is_some())
         .map_or(UNBATCHED, |h| h.batch_order);
-    PlacementCounters::bump(&shared.placement.counters.migrations);
+    PlacementCounters::bump(&shared.placement().counters.migrations);
     task.extras().bound.store(true, Ordering::Relaxed);
     enqueue(shared, Some(w), Route::Bound(to, key), task);
 }
@@ -259,11 +260,11 @@ fn current_green(what: &'static str) -> Result<(*const Task, &'static Shared, us
     // SAFETY: the context of a running green thread and its runtime outlive this call (the
     // runtime waits for its unfinished threads); 'static stands for "while this thread runs".
     unsafe {
-        let w = (*c).worker;
+        let w = (*c).worker();
         if w.is_null() {
             return Err(Error::NotGreen { what });
         }
-        Ok((t, &*(*c).shared, (*w).index))
+        Ok((t, &*(*c).shared(), (*w).index()))
     }
 }
 
@@ -283,7 +284,7 @@ fn current_green(what: &'static str) -> Result<(*const Task, &'static Shared, us
 /// ```
 pub fn migrate_to(worker: usize) -> Result<(), Error> {
     let (t, shared, here) = current_green("migrate_to")?;
-    let workers = shared.workers.len();
+    let workers = shared.workers().len();
     if worker >= workers {
         return Err(Error::NoSuchWorker { worker, workers });
     }
@@ -315,10 +316,10 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
         return Err(Error::EmptyFragment { fragment: id });
     }
     let (t, shared, here) = current_green("set_fragment")?;
-    let c = &shared.placement.counters;
+    let c = &shared.placement().counters;
     // SAFETY: t is the calling green thread, alive while it runs.
     let task = unsafe { &*t };
-    let p = shared.placement.batcher().place(thread_id(task), id);
+    let p = shared.placement().batcher().place(thread_id(task), id);
     PlacementCounters::bump(&c.fragment_placements);
     if p.new_fragment {
         PlacementCounters::bump(&c.fragment_batches);
@@ -329,7 +330,7 @@ pub fn set_fragment(id: u64, bytes: usize) -> Result<(), Error> {
         h.fragment = Some((id, bytes));
         h.batch_order = p.order;
     }
-    let to = p.worker % shared.workers.len();
+    let to = p.worker % shared.workers().len();
     if to != here {
         PlacementCounters::bump(&c.fragment_moves);
         // SAFETY: t is the calling green thread.

@@ -11,19 +11,19 @@ pub(crate) fn start_monitor(shared: Arc<Shared>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("footprint-shuffle".into())
         .spawn(move || {
-            let Some(s) = shared.placement.shuffle.as_ref() else {
+            let Some(s) = shared.placement().shuffle.as_ref() else {
                 return;
             };
             let mut start = Instant::now();
             let mut taken = 0u32;
-            while !s.stop.load(Ordering::Relaxed) && !shared.shutdown.load(Ordering::Relaxed) {
+            while !s.stop.load(Ordering::Relaxed) && !shared.is_shutting_down() {
                 std::thread::park_timeout(s.config.sample_period);
                 taken += 1;
                 if taken >= s.config.samples {
                     let now = Instant::now();
-                    let c = &shared.placement.counters;
+                    let c = &shared.placement().counters;
                     c.shuffle_rounds.fetch_add(1, Ordering::Relaxed);
-                    if let Some(swaps) = s.decide(shared.workers.len(), now - start) {
+                    if let Some(swaps) = s.decide(shared.workers().len(), now - start) {
                         c.shuffle_decisions.fetch_add(1, Ordering::Relaxed);
                         c.shuffle_swaps.fetch_add(swaps as u64, Ordering::Relaxed);
                     }
@@ -41,7 +41,7 @@ pub(crate) fn timed_lock_park() {
     let s = crate::context::current_shared();
     // SAFETY: a non-null current runtime is alive while its thread runs.
     let shuffle = (!s.is_null())
-        .then(|| unsafe { (*s).placement.shuffle.as_ref() })
+        .then(|| unsafe { (*s).placement().shuffle.as_ref() })
         .flatten();
     let Some(state) = shuffle else {
         crate::parking::park_current();
@@ -77,7 +77,7 @@ pub fn record_lock_wait(ns: u64) {
         return;
     }
     // SAFETY: as in timed_lock_park.
-    let Some(state) = (unsafe { (*s).placement.shuffle.as_ref() }) else {
+    let Some(state) = (unsafe { (*s).placement().shuffle.as_ref() }) else {
         return;
     };
     if let Some(t) = crate::context::current_task_arc() {

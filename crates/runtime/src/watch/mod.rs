@@ -34,12 +34,12 @@ use std::time::Instant;
 
 /// Starts the watcher of `shared` if it watches for anything.
 pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
-    if !shared.watch.config.any() {
+    if !shared.watch().config.any() {
         return Ok(());
     }
     let weak = Arc::downgrade(shared);
-    let stop = shared.watch.stop.clone();
-    let config = shared.watch.config;
+    let stop = shared.watch().stop.clone();
+    let config = shared.watch().config;
     std::thread::Builder::new()
         .name("footprint-watch".into())
         .spawn(move || run(weak, stop, config))?;
@@ -67,7 +67,7 @@ fn run(weak: Weak<Shared>, stop: Arc<Stop>, config: WatchConfig) {
         let Some(shared) = weak.upgrade() else {
             return;
         };
-        if shared.shutdown.load(Ordering::Relaxed) {
+        if shared.is_shutting_down() {
             return;
         }
         let busy = observe(&shared, &mut hang, Instant::now());
@@ -91,14 +91,14 @@ struct HangState {
 /// One tick: updates what each worker runs, reports blocking runs and a hang. Returns whether
 /// some worker runs a green thread.
 fn observe(shared: &Shared, hang: &mut HangState, now: Instant) -> bool {
-    let watch = &shared.watch;
+    let watch = &shared.watch();
     let mut busy = false;
     let mut total_runs = 0u64;
     let mut to_warn = Vec::new();
     {
         let mut seen = watch.seen.lock().unwrap_or_else(|e| e.into_inner());
-        for (i, w) in shared.workers.iter().enumerate() {
-            let runs = w.acct.runs.load(Ordering::Relaxed);
+        for (i, w) in shared.workers().iter().enumerate() {
+            let runs = w.account().runs.load(Ordering::Relaxed);
             total_runs = total_runs.wrapping_add(runs);
             let current = watch.current_of(i);
             busy |= current != 0;
@@ -161,7 +161,7 @@ fn observe(shared: &Shared, hang: &mut HangState, now: Instant) -> bool {
                  to wake them. Said once until something runs again \
                  (Builder::watchdog sets the period; Runtime::debug_state gives this report \
                  any time).\n{}",
-                shared.id,
+                shared.id(),
                 now.duration_since(hang.since).as_secs_f64(),
                 report::state(shared)
             );
@@ -202,10 +202,14 @@ fn hung(shared: &Shared, now: Instant) -> bool {
     if crate::timer::next_deadline().is_some_and(|d| d > now) {
         return false;
     }
-    let seen = shared.watch.seen.lock().unwrap_or_else(|e| e.into_inner());
-    (0..shared.workers.len()).all(|i| {
-        let current = shared.watch.current_of(i);
-        let tid = shared.watch.workers[i].tid.load(Ordering::Relaxed);
+    let seen = shared
+        .watch()
+        .seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    (0..shared.workers().len()).all(|i| {
+        let current = shared.watch().current_of(i);
+        let tid = shared.watch().workers[i].tid.load(Ordering::Relaxed);
         current == 0
             || seen[i]
                 .filter(|s| s.current == current)

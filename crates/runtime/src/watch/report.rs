@@ -63,23 +63,23 @@ pub(crate) fn state(shared: &Shared) -> String {
     let _ = writeln!(
         out,
         "runtime {}: {} workers ({} asleep), {live} green threads live",
-        shared.id,
-        shared.workers.len(),
-        shared.sleepers.get(Ordering::Relaxed)
+        shared.id(),
+        shared.workers().len(),
+        shared.sleepers().get(Ordering::Relaxed)
     );
     let seen = shared
-        .watch
+        .watch()
         .seen
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     let mut running = 0usize;
-    for (i, w) in shared.workers.iter().enumerate() {
-        let current = shared.watch.current_of(i);
-        let cpu = w.cpu.map_or("unpinned".into(), |c| format!("cpu {c}"));
+    for (i, w) in shared.workers().iter().enumerate() {
+        let current = shared.watch().current_of(i);
+        let cpu = w.cpu().map_or("unpinned".into(), |c| format!("cpu {c}"));
         let _ = write!(out, "  worker {i} ({cpu}): ");
         if current == 0 {
-            let asleep = w.sleep.state(Ordering::Relaxed) == crate::sleep::word::SLEEPING;
+            let asleep = w.sleep().state(Ordering::Relaxed) == crate::sleep::word::SLEEPING;
             let _ = writeln!(
                 out,
                 "{}",
@@ -97,10 +97,10 @@ pub(crate) fn state(shared: &Shared) -> String {
             .get(i)
             .copied()
             .flatten()
-            .filter(|s| s.current == current && s.runs == w.acct.runs.load(Ordering::Relaxed))
+            .filter(|s| s.current == current && s.runs == w.account().runs.load(Ordering::Relaxed))
             .map(|s| format!(" for {} ms", now.duration_since(s.since).as_millis()))
             .unwrap_or_default();
-        let st = super::proc::thread_state(shared.watch.workers[i].tid.load(Ordering::Relaxed));
+        let st = super::proc::thread_state(shared.watch().workers[i].tid.load(Ordering::Relaxed));
         let doing = if st.blocked() {
             st.describe()
         } else {
@@ -110,7 +110,7 @@ pub(crate) fn state(shared: &Shared) -> String {
     }
     let mut parked: Vec<(usize, Wait)> = Vec::new();
     for_each_block(|t| {
-        if t.park.is_parked() {
+        if t.park_state().is_parked() {
             let w = t.extras().wait.read();
             if w.runtime == me {
                 parked.push((t as *const crate::task::Task as usize, w));

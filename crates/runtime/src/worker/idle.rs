@@ -5,10 +5,10 @@
 use crate::accounting::bump;
 use crate::clock;
 use crate::job::Job;
-use crate::registry::{Shared, WorkerLocal};
+use crate::registry::Shared;
 use crate::sleep::Slept;
 use crate::worker::idle_state::IdleState;
-use std::sync::atomic::Ordering;
+use crate::worker::local::WorkerLocal;
 
 impl WorkerLocal {
     /// This worker found work: if it was searching it stops, and wakes one more worker if it
@@ -24,17 +24,17 @@ impl WorkerLocal {
     #[inline]
     pub(super) fn stop_searching_idle(&self) {
         if self.idle.set_searching(false) {
-            self.shared().sleepers.stop_searching();
+            self.shared().sleepers().stop_searching();
         }
     }
 
     pub(super) fn idle(&self) -> Idle {
         let shared = self.shared();
         let since = clock::ticks();
-        shared.idle.fetch_add(1, Ordering::SeqCst);
+        shared.enter_idle();
         let r = self.idle_inner(shared, since);
-        shared.idle.fetch_sub(1, Ordering::SeqCst);
-        let acct = &shared.workers[self.index].acct;
+        shared.leave_idle();
+        let acct = &shared.workers()[self.index].account();
         let now = clock::ticks();
         bump(&acct.idle_ticks, now.wrapping_sub(since));
         self.run_start.set(now);
@@ -44,7 +44,7 @@ impl WorkerLocal {
 
     pub(super) fn idle_inner(&self, shared: &Shared, since: u64) -> Idle {
         if !self.idle.set_searching(true) {
-            shared.sleepers.start_searching();
+            shared.sleepers().start_searching();
         }
         // Starts where the last search stopped if that found only a stale entry (see `start`);
         // its length follows how soon this worker was last woken (`idle_state.rs`).
@@ -71,14 +71,14 @@ impl WorkerLocal {
         if self.ready().len() > 0 || !self.deque.is_empty() {
             return Idle::Woke;
         }
-        let me = &shared.workers[self.index];
+        let me = &shared.workers()[self.index];
         let asleep_from = clock::ticks();
-        let slept = me.sleep.sleep(
-            &shared.sleepers,
+        let slept = me.sleep().sleep(
+            shared.sleepers(),
             crate::sleep::safety_net(),
             || self.steal(),
             || shared.may_exit(),
-            || bump(&me.acct.sleeps, 1),
+            || bump(&me.account().sleeps, 1),
         );
         match slept {
             Slept::Found(j, woken) => {
@@ -95,13 +95,13 @@ impl WorkerLocal {
                     asleep_from,
                     clock::ticks(),
                     true,
-                    shared.workers.len() <= footprint_locks::os::cpus(),
+                    shared.workers().len() <= footprint_locks::os::cpus(),
                 );
                 Idle::Woke
             }
             Slept::Expired => {
                 self.idle.slept(asleep_from, clock::ticks(), false, false);
-                bump(&me.acct.expired_sleeps, 1);
+                bump(&me.account().expired_sleeps, 1);
                 // One look at once, before this worker counts itself as searching. Work found
                 // while nobody searches and every other worker waits past its last search (or
                 // rests) had nobody to run it: a wake-up the protocol lost, which the safety
@@ -110,7 +110,7 @@ impl WorkerLocal {
                 match self.steal() {
                     Some(j) => {
                         if shared.nobody_else_looking(self.index) {
-                            bump(&me.acct.expired_with_work, 1);
+                            bump(&me.account().expired_with_work, 1);
                         }
                         Idle::Found(j)
                     }

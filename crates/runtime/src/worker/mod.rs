@@ -3,18 +3,20 @@
 //! submodules: [`switch`] runs one green thread until it finishes, yields or parks; [`steal`]
 //! takes work from other workers, nearest tier first; [`idle`] is the sleeper side of the idle
 //! protocol (`sleep.rs`): it searches, counted as a searcher, then sleeps until a publisher wakes
-//! it. The worker's state itself is `registry::WorkerLocal` (owner-only, on the worker OS
-//! thread's stack); its idle-search state is an [`IdleState`](idle_state::IdleState).
+//! it. The worker's state itself is [`WorkerLocal`] ([`local`]: owner-only, on the worker OS
+//! thread's stack, written only here); its idle-search state is an
+//! [`IdleState`](idle_state::IdleState).
 
 mod idle;
 pub(crate) mod idle_state;
+pub(crate) mod local;
 mod steal;
 mod switch;
 
 use crate::job::{Job, RawJob};
 use crate::ready::ReadyQueue;
-use crate::registry::WorkerLocal;
 use crate::task::Task;
+use crate::worker::local::WorkerLocal;
 use crossbeam_deque::Steal;
 use idle::Idle;
 use std::sync::atomic::Ordering;
@@ -55,7 +57,7 @@ impl WorkerLocal {
             if let Some(j) = self.pop_own_inbox(me) {
                 return Some(j);
             }
-            if let Steal::Success(j) = shared.injector.steal() {
+            if let Steal::Success(j) = shared.injector().steal() {
                 return Some(j.into_job());
             }
             if let Some(j) = self.deque.pop() {
@@ -72,7 +74,7 @@ impl WorkerLocal {
         }
         let ready = self.ready();
         if let Some(j) = ready.pop() {
-            if ready.len() > 1 && shared.idle.load(Ordering::Relaxed) > 0 {
+            if ready.len() > 1 && shared.has_idle_workers() {
                 self.spill();
             }
             return Some(j);
@@ -137,7 +139,7 @@ impl WorkerLocal {
     /// those go first.
     #[inline]
     fn no_new_local_work(&self) -> bool {
-        let inbox = &self.me().inbox;
+        let inbox = &self.me().inbox();
         inbox.len.load(Ordering::Acquire) == 0
             && inbox.bound_len.load(Ordering::Acquire) == 0
             && self.deque.is_empty()

@@ -5,7 +5,8 @@
 use crate::accounting::bump;
 use crate::job::{Job, RawJob};
 use crate::ready::ReadyQueue;
-use crate::registry::{WorkerLocal, WorkerShared};
+use crate::registry::WorkerShared;
+use crate::worker::local::WorkerLocal;
 use crossbeam_deque::Steal;
 use std::sync::atomic::Ordering;
 
@@ -15,19 +16,19 @@ impl WorkerLocal {
     /// comes first, so the default orders pay nothing more than before.
     #[inline]
     pub(super) fn pop_own_inbox(&self, me: &WorkerShared) -> Option<Job> {
-        if me.inbox.len.load(Ordering::Acquire) == 0 {
+        if me.inbox().len.load(Ordering::Acquire) == 0 {
             // placement: threads placed here by a hint wait in the bound queue.
-            if me.inbox.bound_len.load(Ordering::Acquire) == 0 {
+            if me.inbox().bound_len.load(Ordering::Acquire) == 0 {
                 return None;
             }
-            return me.inbox.pop_bound();
+            return me.inbox().pop_bound();
         }
-        if let Some(j) = me.inbox.pop_bound() {
+        if let Some(j) = me.inbox().pop_bound() {
             return Some(j);
         }
         match self.ready() {
             ReadyQueue::Policy(p) => p.pop(),
-            _ => me.inbox.pop(),
+            _ => me.inbox().pop(),
         }
     }
 
@@ -47,7 +48,7 @@ impl WorkerLocal {
         let ready = self.ready();
         ready.len() > 0
             && !matches!(ready, ReadyQueue::Policy(_))
-            && self.shared().idle.load(Ordering::Relaxed) > 0
+            && self.shared().has_idle_workers()
     }
 
     /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
@@ -65,13 +66,13 @@ impl WorkerLocal {
         let shared = self.shared();
         if policy {
             for j in cold {
-                shared.injector.push(match j {
+                shared.injector().push(match j {
                     Job::Task(t) => RawJob::task(t),
                     Job::Stack(r) => RawJob::stack(r),
                 });
             }
         } else {
-            shared.workers[self.index].inbox.push_many(cold);
+            shared.workers()[self.index].inbox().push_many(cold);
         }
         shared.notify_one(self.index);
     }
@@ -80,7 +81,7 @@ impl WorkerLocal {
     /// injector.
     pub(super) fn steal(&self) -> Option<Job> {
         let shared = self.shared();
-        let me = &shared.workers[self.index];
+        let me = &shared.workers()[self.index];
         if let Some(j) = self.pop_own_inbox(me) {
             return Some(j);
         }
@@ -92,13 +93,13 @@ impl WorkerLocal {
         if self.surplus() {
             return None;
         }
-        for (ti, tier) in me.steal_tiers.iter().enumerate() {
+        for (ti, tier) in me.steal_tiers().iter().enumerate() {
             let n = tier.len();
             let start = (self.next_rand() as usize) % n;
             for i in 0..n {
-                let v = &shared.workers[tier[(start + i) % n]];
+                let v = &shared.workers()[tier[(start + i) % n]];
                 loop {
-                    match v.stealer.steal() {
+                    match v.stealer().steal() {
                         Steal::Success(j) => {
                             self.count_steal(me, ti);
                             return Some(j.into_job());
@@ -107,16 +108,16 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                if let Some(j) = v.inbox.pop() {
+                if let Some(j) = v.inbox().pop() {
                     self.count_steal(me, ti);
                     return Some(j);
                 }
             }
         }
         loop {
-            match shared.injector.steal() {
+            match shared.injector().steal() {
                 Steal::Success(j) => {
-                    bump(&me.acct.injector_takes, 1);
+                    bump(&me.account().injector_takes, 1);
                     return Some(j.into_job());
                 }
                 Steal::Retry => continue,
@@ -128,7 +129,7 @@ impl WorkerLocal {
     /// Counts a steal from tier `tier` and marks the job about to run as stolen.
     #[inline]
     pub(super) fn count_steal(&self, me: &WorkerShared, tier: usize) {
-        bump(&me.acct.steals_by_tier[tier], 1);
+        bump(&me.account().steals_by_tier[tier], 1);
         crate::trace::steal(self.index, tier);
         self.stolen.set(true);
     }

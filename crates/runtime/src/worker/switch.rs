@@ -7,9 +7,9 @@ use crate::clock;
 use crate::counters::WorkerSource;
 use crate::job::{Job, StackJobRef};
 use crate::pool::recycle;
-use crate::registry::WorkerLocal;
 use crate::spawn::count_finished;
-use crate::task::{Co, Exit, Reason, Task, LIFE_RUNNING};
+use crate::task::{Co, Exit, Reason, Task, TaskSetup};
+use crate::worker::local::WorkerLocal;
 use corosensei::CoroutineResult;
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -41,8 +41,8 @@ impl WorkerLocal {
             }
             loop {
                 let t: &Task = &task;
-                debug_assert_eq!(t.life.load(Ordering::Relaxed), LIFE_RUNNING);
-                bump(&self.me().acct.runs, 1);
+                debug_assert!(t.is_running());
+                bump(&self.me().account().runs, 1);
                 if self.timed {
                     self.begin_run(t);
                 }
@@ -52,7 +52,7 @@ impl WorkerLocal {
                     .store(ptr::from_ref(t).cast_mut(), Ordering::Relaxed);
                 // SAFETY: `t` runs on this OS thread until the resumption returns, and its control
                 // block (the cell's owner) outlives that: we hold its run reference.
-                crate::hook::publish_running(self.me(), &t.class);
+                crate::hook::publish_running(self.me(), t.class_cell());
                 let co = t.coroutine();
                 // Two resume sites used in turn (see `resume_at_site_0`).
                 let site = self.resume_site.get();
@@ -159,7 +159,7 @@ impl WorkerLocal {
                     describe(t)
                 );
                 crate::task::fail_running(t, Box::new(msg));
-                self.shared().overflows.fetch_add(1, Ordering::Relaxed);
+                self.shared().count_overflow();
                 // The stack was abandoned mid-call; do not reuse it.
                 self.discard_stack(co.into_stack());
             } else {
@@ -189,7 +189,8 @@ impl WorkerLocal {
             self.run_start.get()
         };
         let moved = t.last_worker() != self.index;
-        t.acct.begin_run(now, moved, self.stolen.replace(false));
+        t.account()
+            .begin_run(now, moved, self.stolen.replace(false));
         // SAFETY: owner-only; no other borrow of the source is live.
         if let Some(src) = unsafe { &mut *self.source.get() } {
             if let Err(e) = src.begin() {
@@ -216,8 +217,8 @@ impl WorkerLocal {
                 }
             },
         };
-        t.acct.end_run(ticks, misses);
-        let acct = &self.shared().workers[self.index].acct;
+        t.account().end_run(ticks, misses);
+        let acct = &self.shared().workers()[self.index].account();
         bump(&acct.busy_ticks, ticks);
         if let Some(m) = misses {
             bump(&acct.misses, m);
@@ -230,13 +231,8 @@ impl WorkerLocal {
     #[cold]
     pub(super) fn counter_failed(&self, e: &dyn std::fmt::Display) {
         let shared = self.shared();
-        bump(&shared.workers[self.index].acct.counter_failures, 1);
-        let mut first = shared
-            .counter_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        first.get_or_insert_with(|| format!("worker {}: {e}", self.index));
-        drop(first);
+        bump(&shared.workers()[self.index].account().counter_failures, 1);
+        shared.note_counter_error(|| format!("worker {}: {e}", self.index));
         // SAFETY: owner-only; called outside any other borrow of the source (the callers'
         // borrows ended with the failed read).
         unsafe { *self.source.get() = None };
@@ -244,7 +240,7 @@ impl WorkerLocal {
 
     /// Makes this worker's counter source (on its own OS thread), if misses are counted.
     pub(crate) fn open_source(&self) {
-        let Some(make) = &self.shared().counters.source else {
+        let Some(make) = &self.shared().counters().source else {
             return;
         };
         match make(self.index) {
@@ -255,10 +251,10 @@ impl WorkerLocal {
     }
 
     pub(super) fn finish_park(&self, task: Arc<Task>, misses: Option<u64>) {
-        bump(&self.shared().workers[self.index].acct.parks, 1);
+        bump(&self.shared().workers()[self.index].account().parks, 1);
         crate::trace::park(self.index);
         if self.timed {
-            task.acct.parked_at(self.run_start.get());
+            task.account().parked_at(self.run_start.get());
         }
         // SAFETY: we hold the run reference (it just parked here); the record is written before
         // the park state publishes the thread to unparkers.
@@ -267,7 +263,7 @@ impl WorkerLocal {
         // SAFETY: raw came from into_raw just now; the task stays alive through the reference we
         // leaked until an unparker takes it back.
         unsafe {
-            if !(*raw).park.publish_parked() {
+            if !(*raw).park_state().publish_parked() {
                 // A permit arrived between the park request and now (`publish_parked` consumed
                 // it): run the thread again.
                 let task = Arc::from_raw(raw);
@@ -297,16 +293,17 @@ unsafe fn spawn_job_local<F: FnOnce()>(w: &WorkerLocal, f: F) -> Arc<Task> {
     unsafe {
         t.init(
             f,
-            std::ptr::from_ref(shared).cast(),
-            false,
-            shared.stack_size,
-            None,
-            None,
-            w.index,
+            TaskSetup {
+                runtime: std::ptr::from_ref(shared).cast(),
+                with_handle: false,
+                stack_size: shared.stack_size(),
+                name: None,
+                scope: None,
+                worker: w.index,
+            },
         )
     };
-    let s = &shared.workers[w.index].spawned;
-    s.store(s.load(Ordering::Relaxed) + 1, Ordering::Release);
+    shared.workers()[w.index].count_spawned();
     t
 }
 

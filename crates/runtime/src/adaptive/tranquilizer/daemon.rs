@@ -61,7 +61,7 @@ impl TranquilizerState {
 
 /// Starts the daemon thread.
 pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
-    let t = shared.tranquilizer.as_ref().expect("a tranquil runtime");
+    let t = shared.tranquilizer().expect("a tranquil runtime");
     let weak = Arc::downgrade(shared);
     let handle = std::thread::Builder::new()
         .name("footprint-tranquilizer".into())
@@ -79,7 +79,7 @@ fn pause(weak: &Weak<Shared>, d: Duration) -> Result<(), Stopping> {
     loop {
         let alive = weak
             .upgrade()
-            .is_some_and(|s| s.tranquilizer.as_ref().is_some_and(|t| !t.is_stopped()));
+            .is_some_and(|s| s.tranquilizer().is_some_and(|t| !t.is_stopped()));
         if !alive {
             return Err(Stopping);
         }
@@ -95,7 +95,7 @@ fn run(weak: Weak<Shared>) {
     let Some(shared) = weak.upgrade() else {
         return;
     };
-    let st = shared.tranquilizer.as_ref().expect("a tranquil runtime");
+    let st = shared.tranquilizer().expect("a tranquil runtime");
     let config = st.config.clone();
     let sampler = ProfileSampler::procfs(
         SamplerConfig {
@@ -211,7 +211,7 @@ fn measure(
     }
     if errors > 0 {
         if let Some(s) = weak.upgrade() {
-            if let Some(t) = &s.tranquilizer {
+            if let Some(t) = s.tranquilizer() {
                 t.log
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -241,7 +241,7 @@ fn apply(
     to: Setting,
 ) -> Result<Result<(), (Lever, Refusal)>, Stopping> {
     let shared = weak.upgrade().ok_or(Stopping)?;
-    let st = shared.tranquilizer.as_ref().ok_or(Stopping)?;
+    let st = shared.tranquilizer().ok_or(Stopping)?;
     // Every worker, every time (cheap; a worker whose class was changed from outside is put
     // back).
     for tid in st.threads.tids() {
@@ -257,7 +257,7 @@ fn apply(
         Ok(n) => n.clone(),
         Err(r) => return Ok(Err((Lever::Memory(policy), *r))),
     };
-    for (base, len) in shared.slabs.mapped() {
+    for (base, len) in shared.slabs().mapped() {
         if let Err(r) = levers::bind_range(base, len, policy, &nodes) {
             return Ok(Err((Lever::Memory(policy), r)));
         }
@@ -275,7 +275,7 @@ fn on_each_worker(
     st: &TranquilizerState,
     f: impl Fn() -> Result<(), Refusal> + Send + 'static,
 ) -> Result<Result<(), Refusal>, Stopping> {
-    let workers = shared.workers.len();
+    let workers = shared.workers().len();
     let task = {
         let stopped = st.stopped.lock().unwrap_or_else(|e| e.into_inner());
         if *stopped {
@@ -306,7 +306,7 @@ fn record(
     mut d: TranquilizerDecision,
 ) -> Result<(), Stopping> {
     let shared = weak.upgrade().ok_or(Stopping)?;
-    let st = shared.tranquilizer.as_ref().ok_or(Stopping)?;
+    let st = shared.tranquilizer().ok_or(Stopping)?;
     d.at = st.started.elapsed();
     let mut log = st.log.lock().unwrap_or_else(|e| e.into_inner());
     log.stats.miss_counter = match sampler.llc_status() {
@@ -393,7 +393,7 @@ mod tests {
             assert!(d.second.is_some());
         }
         assert!(stats.to_string().contains("tranquilizer:"));
-        let tids = rt.shared.tranquilizer.as_ref().unwrap().threads.tids();
+        let tids = rt.shared.tranquilizer().unwrap().threads.tids();
         assert_eq!(tids.len(), 2);
         for tid in tids {
             let c = class_of(tid).unwrap();

@@ -30,7 +30,7 @@ pub use pass::{
 };
 pub use stats::{TranquilizerDecision, TranquilizerStats};
 
-use crate::runtime::Builder;
+use crate::builder::Builder;
 
 impl Builder {
     /// Turns Thread Tranquilizer on (default off; 003 ch. 3): a daemon thread that, every
