@@ -18,7 +18,8 @@ use footprint::locks::{
     AlwaysSpin, BlockTtasMutex, CentralBarrier, ImmediateBlock, Informed, SpinTtasMutex, TtasMutex,
 };
 
-/// Threads per program: one per CPU of this machine.
+/// Threads per program in the bench: one per CPU of the 2-core machine it was written on (the
+/// report runs one per worker it is given, [`Variant::run_on`]).
 pub const THREADS: usize = 2;
 /// Iterations between barriers.
 pub const BARRIER_EVERY: u64 = 16;
@@ -28,6 +29,8 @@ pub const INSIDE: u64 = 40;
 pub const OUTSIDE: u64 = 400;
 /// Environment variable that turns this binary into a background copy.
 pub const BACKGROUND_ENV: &str = "FOOTPRINT_MULTIPROG_BACKGROUND";
+/// Environment variable with a background copy's thread count (default [`THREADS`]).
+pub const THREADS_ENV: &str = "FOOTPRINT_MULTIPROG_THREADS";
 
 /// A lock around a `u64` counter.
 pub trait CounterLock: Sync {
@@ -101,16 +104,20 @@ impl PhaseBarrier for std::sync::Barrier {
     }
 }
 
-/// Runs `iters` iterations of the loop on `THREADS` threads; returns the time from the first
+/// Runs `iters` iterations of the loop on `threads` threads; returns the time from the first
 /// thread's start (after all are lined up) to the last one's end. Each thread takes its own
 /// timestamps: under multiprogramming the spawning thread may be preempted right after the
 /// line-up and read the clock only after the loop is over, which made some runs look ~free.
-pub fn lock_barrier_loop<L: CounterLock, B: PhaseBarrier>(iters: u64) -> Duration {
+///
+/// # Panics
+/// If `threads` is 0, or an update of the lock was lost.
+pub fn lock_barrier_loop<L: CounterLock, B: PhaseBarrier>(threads: usize, iters: u64) -> Duration {
+    assert!(threads > 0, "the loop needs at least one thread");
     let lock = L::new();
-    let barrier = B::new(THREADS);
-    let line_up = std::sync::Barrier::new(THREADS);
+    let barrier = B::new(threads);
+    let line_up = std::sync::Barrier::new(threads);
     let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
-        let threads: Vec<_> = (0..THREADS as u64)
+        let threads: Vec<_> = (0..threads as u64)
             .map(|t| {
                 let (lock, barrier, line_up) = (&lock, &barrier, &line_up);
                 s.spawn(move || {
@@ -132,9 +139,9 @@ pub fn lock_barrier_loop<L: CounterLock, B: PhaseBarrier>(iters: u64) -> Duratio
             .map(|h| h.join().expect("a loop thread does not panic"))
             .collect()
     });
-    assert_eq!(lock.get(), THREADS as u64 * iters, "lost lock updates");
-    let first = spans.iter().map(|s| s.0).min().expect("THREADS > 0");
-    let last = spans.iter().map(|s| s.1).max().expect("THREADS > 0");
+    assert_eq!(lock.get(), spans.len() as u64 * iters, "lost lock updates");
+    let first = spans.iter().map(|s| s.0).min().expect("threads > 0");
+    let last = spans.iter().map(|s| s.1).max().expect("threads > 0");
     last - first
 }
 
@@ -170,20 +177,29 @@ impl Variant {
         Variant::ALL.into_iter().find(|v| v.name() == name)
     }
 
+    /// `iters` iterations of the loop on the bench's [`THREADS`] threads.
     pub fn run(self, iters: u64) -> Duration {
+        self.run_on(THREADS, iters)
+    }
+
+    /// `iters` iterations of the loop on `threads` threads.
+    pub fn run_on(self, threads: usize, iters: u64) -> Duration {
+        let t = threads;
         match self {
             Variant::Informed => {
-                lock_barrier_loop::<TtasMutex<u64>, CentralBarrier<Informed>>(iters)
+                lock_barrier_loop::<TtasMutex<u64>, CentralBarrier<Informed>>(t, iters)
             }
             Variant::Spin => {
-                lock_barrier_loop::<SpinTtasMutex<u64>, CentralBarrier<AlwaysSpin>>(iters)
+                lock_barrier_loop::<SpinTtasMutex<u64>, CentralBarrier<AlwaysSpin>>(t, iters)
             }
             Variant::Block => {
-                lock_barrier_loop::<BlockTtasMutex<u64>, CentralBarrier<ImmediateBlock>>(iters)
+                lock_barrier_loop::<BlockTtasMutex<u64>, CentralBarrier<ImmediateBlock>>(t, iters)
             }
-            Variant::Std => lock_barrier_loop::<std::sync::Mutex<u64>, std::sync::Barrier>(iters),
+            Variant::Std => {
+                lock_barrier_loop::<std::sync::Mutex<u64>, std::sync::Barrier>(t, iters)
+            }
             Variant::ParkingLot => {
-                lock_barrier_loop::<parking_lot::Mutex<u64>, std::sync::Barrier>(iters)
+                lock_barrier_loop::<parking_lot::Mutex<u64>, std::sync::Barrier>(t, iters)
             }
         }
     }
@@ -212,13 +228,20 @@ pub fn die_with_parent(command: &mut Command) {
 pub struct Background(Vec<Child>);
 
 impl Background {
+    /// `copies` background copies of the bench's program ([`THREADS`] threads each).
     pub fn start(variant: Variant, copies: usize) -> Background {
+        Background::start_on(variant, THREADS, copies)
+    }
+
+    /// `copies` background copies of a program of `threads` threads.
+    pub fn start_on(variant: Variant, threads: usize, copies: usize) -> Background {
         let exe = std::env::current_exe().expect("the bench binary knows its path");
         let children = (0..copies)
             .map(|_| {
                 let mut command = Command::new(&exe);
                 command
                     .env(BACKGROUND_ENV, variant.name())
+                    .env(THREADS_ENV, threads.to_string())
                     // The child exits when this pipe closes: when we drop it, or when this process
                     // dies without running destructors (Ctrl-C), so no copy is left behind.
                     .stdin(Stdio::piped())
@@ -244,8 +267,9 @@ impl Drop for Background {
     }
 }
 
-/// Body of a background copy: the same loop, until the parent closes our stdin (or dies).
-pub fn background(variant: Variant) -> ! {
+/// Body of a background copy: the same loop on `threads` threads, until the parent closes our
+/// stdin (or dies).
+pub fn background(variant: Variant, threads: usize) -> ! {
     std::thread::spawn(|| {
         let mut byte = [0u8; 1];
         // EOF or an error: the parent is gone or done with us.
@@ -253,7 +277,7 @@ pub fn background(variant: Variant) -> ! {
         std::process::exit(0)
     });
     loop {
-        variant.run(10_000);
+        variant.run_on(threads, 10_000);
     }
 }
 
@@ -261,8 +285,18 @@ pub fn background(variant: Variant) -> ! {
 /// and never returns; otherwise returns at once. Call it first thing in `main`.
 pub fn run_background_if_requested() {
     if let Ok(name) = std::env::var(BACKGROUND_ENV) {
+        let threads = match std::env::var(THREADS_ENV) {
+            Err(_) => THREADS,
+            Ok(t) => match t.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    eprintln!("{THREADS_ENV}={t:?} is not a positive thread count");
+                    std::process::exit(2)
+                }
+            },
+        };
         match Variant::from_name(&name) {
-            Some(variant) => background(variant),
+            Some(variant) => background(variant, threads),
             None => {
                 eprintln!("{BACKGROUND_ENV}={name:?} is not a variant");
                 std::process::exit(2)

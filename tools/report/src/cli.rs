@@ -81,8 +81,8 @@ struct Cli {
     #[arg(long = "out", value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Workers of the experiments, with as many peer threads (000's lock benchmarks: 4 threads
-    /// per worker on both sides) [default: one per CPU of the allowed set; 002 and 003 keep
-    /// their own counts]
+    /// per worker on both sides; 002: N threads per program copy) [default: one per CPU of the
+    /// allowed set; 003 keeps its own range]
     #[arg(long, value_name = "N", value_parser = positive_workers)]
     workers: Option<usize>,
     /// Rewrite the README tables between <!-- report:begin NAME --> and <!-- report:end NAME -->

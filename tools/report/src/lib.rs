@@ -14,8 +14,8 @@
 //! (`cargo run --release --example report -- ...` in the repository root runs the same program.)
 //!
 //! `--workers N` (default: one per CPU the process may use) sets the workers of every
-//! experiment but 002's multiprogramming (2 threads per program copy, its degree counted in
-//! copies) and 003's thread-count search (its own range), with as many peer threads: rayon pools
+//! experiment but 003's thread-count search (its own range), with as many peer threads (002's
+//! multiprogrammed program runs N OS threads, and each background copy as many): rayon pools
 //! of N threads, and N × 4 threads on both sides of 000's lock benchmarks (4 per processor,
 //! 8 on 2 as in the paper's oversubscribed case). With fewer workers than CPUs the OS-thread and
 //! rayon peers of the papers' experiments are restricted to the workers' CPUs. What a paper ties

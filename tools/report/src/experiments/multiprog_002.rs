@@ -1,6 +1,6 @@
 //! 002's multiprogramming experiment (the bench's program, `crates/workloads/src/multiprog.rs`): a
-//! lock + barrier loop on 2 OS threads with 0–3 background copies of itself (multiprogramming
-//! degree 1–4), for informed / always-spin / immediate-block waiting and the std and
+//! lock + barrier loop on one OS thread per worker (`--workers`, default one per CPU) with 0–3
+//! background copies of itself (multiprogramming degree 1–4), for informed / always-spin / immediate-block waiting and the std and
 //! parking_lot peers. The copies are child processes of the report binary; they die with their
 //! `Background` guard, with the report, or with the thread that started them.
 
@@ -23,6 +23,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
          the best fixed policy at every degree.",
     );
     let budget = Duration::from_secs_f64(ctx.mode.pick(0.03, 0.25, 2.5, 8.0));
+    // One thread per CPU the program is given: degree d is d programs' worth of threads on them.
+    let threads = ctx.workers;
     let reps = ctx.reps();
     let mut plot = Plot::new(
         "multiprog_002",
@@ -31,7 +33,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         "variant",
         Axis::linear(
             "degree",
-            "multiprogramming degree (copies of the program on 2 CPUs)",
+            &format!("multiprogramming degree (copies of the {threads}-thread program)"),
         ),
         Axis::log("time_per_iteration_us", "time per iteration, µs (median)"),
     );
@@ -40,8 +42,8 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     for (di, &degree) in DEGREES.iter().enumerate() {
         for (vi, variant) in Variant::ALL.into_iter().enumerate() {
             ctx.step(&format!("degree {degree}: {}", variant.name()));
-            let _background = Background::start(variant, degree - 1);
-            let sample = per_iteration(budget, reps, |iters| variant.run(iters));
+            let _background = Background::start_on(variant, threads, degree - 1);
+            let sample = per_iteration(budget, reps, |iters| variant.run_on(threads, iters));
             medians[di][vi] = sample.median();
             plot.push(variant.name(), X::Num(degree as f64), sample.median() / 1e3);
         }
@@ -52,7 +54,7 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
     let mut header = vec!["degree"];
     header.extend(names.iter().copied());
     let mut table = Table::new(
-        "Median time per loop iteration (both threads); in parentheses ÷ informed",
+        &format!("Median time per loop iteration ({threads} threads); in parentheses ÷ informed"),
         &header,
     )
     .for_readme("multiprog_002");
