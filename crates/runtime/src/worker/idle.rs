@@ -46,6 +46,9 @@ impl WorkerLocal {
         if !self.idle.set_searching(true) {
             shared.sleepers().start_searching();
         }
+        // With more workers than CPUs a worker that waits for a CPU may hold the work this one
+        // looks for: between two polls this one gives its CPU away instead of pausing on it.
+        let crowded = shared.workers().len() > footprint_locks::os::cpus();
         // Starts where the last search stopped if that found only a stale entry (see `start`);
         // its length follows how soon this worker was last woken (`idle_state.rs`).
         for round in self.idle.take_start_round(since)..self.idle.rounds() {
@@ -62,8 +65,12 @@ impl WorkerLocal {
                 self.stop_searching_idle();
                 return Idle::Exit;
             }
-            for _ in 0..IdleState::wait_after(round) {
-                std::hint::spin_loop();
+            if crowded {
+                std::thread::yield_now();
+            } else {
+                for _ in 0..IdleState::wait_after(round) {
+                    std::hint::spin_loop();
+                }
             }
         }
         self.stop_searching_idle();
@@ -95,7 +102,7 @@ impl WorkerLocal {
                     asleep_from,
                     clock::ticks(),
                     true,
-                    shared.workers().len() <= footprint_locks::os::cpus(),
+                    !crowded,
                 );
                 Idle::Woke
             }
