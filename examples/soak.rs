@@ -255,9 +255,17 @@ fn op_many_per_worker(rng: &mut Rng, rt: &Runtime) {
                         s.spawn(move || {
                             let mut x = i;
                             for _ in 0..ops {
-                                for v in m.lock().iter_mut() {
+                                let mut g = m.lock();
+                                for v in g.iter_mut() {
                                     *v += 1;
                                 }
+                                // Now and then the holder yields inside: its waiters on other
+                                // workers then wait for a holder that is queued, not running
+                                // (they park, or yield to the threads queued on their own).
+                                if x & 63 == 0 {
+                                    footprint::yield_now();
+                                }
+                                drop(g);
                                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1) ^ (x >> 29);
                             }
                             std::hint::black_box(x);

@@ -173,6 +173,18 @@ fn ttas_green_holder_not_running() {
     });
 }
 
+/// The holder does not run and nothing is queued on the waiter's worker (the holder waits in
+/// another worker's queue, or parked): after the quick spin the waiter neither pauses nor
+/// yields but parks at once, and the release wakes it.
+#[test]
+fn ttas_green_holder_not_running_nothing_queued() {
+    ttas_green(Answers {
+        run: RunState::NotRunning,
+        queued: false,
+        running_elsewhere: 1,
+    });
+}
+
 /// Two green ranks pass two phases of a central barrier.
 fn barrier_green(answers: Answers) {
     green_model(answers, || {

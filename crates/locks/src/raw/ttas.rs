@@ -2,13 +2,13 @@
 //! a "wake-up in flight" mark in its word.
 
 use super::{impl_raw_mutex, RawLock};
-use crate::hook::{current_hook, hook_installed, PriorityClass};
+use crate::hook::{current_hook, hook_installed, scheduler_class_cell, PriorityClass};
 use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
-    awaited_in, green_may_spin, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken,
-    Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
+    awaited_in, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed,
+    LockMeta, WaitFor, WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
@@ -160,12 +160,14 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// once the lock is taken.
     #[inline]
     fn held_prepared(&self, (scope, sample): (ClassScope, bool)) -> HeldToken {
-        scope.into_held_sampled(
-            &self.meta,
-            &self.holder,
-            sample,
-            W::MODE == WaitMode::Informed,
-        )
+        scope
+            .into_held_sampled(
+                &self.meta,
+                &self.holder,
+                sample,
+                W::MODE == WaitMode::Informed,
+            )
+            .with_lock_mark()
     }
 
     /// `lock` on an informing lock whose word read `INFORMING` alone (free, nobody parked): the
@@ -246,13 +248,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// 6 % of a 2-thread loop's samples.
     #[inline(never)]
     fn held_counted(&self, scope: ClassScope) -> HeldToken {
-        let sample = self.state.load(Ordering::Relaxed) & INFORMING != 0 && sample_this_hold();
-        scope.into_held_sampled(
+        let informing = self.state.load(Ordering::Relaxed) & INFORMING != 0;
+        let token = scope.into_held_sampled(
             &self.meta,
             &self.holder,
-            sample,
+            informing && sample_this_hold(),
             W::MODE == WaitMode::Informed,
-        )
+        );
+        if informing {
+            token.with_lock_mark()
+        } else {
+            token
+        }
     }
 
     /// Turns informing on (a wait went past the quick spin on a thread whose class a scheduler
@@ -265,6 +272,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if W::MODE != WaitMode::Spin
             && scope.cell().is_some()
             && self.state.load(Ordering::Relaxed) & INFORMING == 0
+        {
+            self.state.fetch_or(INFORMING, Ordering::Relaxed);
+        }
+    }
+
+    /// [`mark_contended`](Self::mark_contended) for a waiter that has not entered its class
+    /// scope yet: the same test on the thread's class cell (null on a plain OS thread).
+    #[inline]
+    fn mark_contended_if_scheduled(&self) {
+        if W::MODE != WaitMode::Spin
+            && self.state.load(Ordering::Relaxed) & INFORMING == 0
+            && !scheduler_class_cell().is_null()
         {
             self.state.fetch_or(INFORMING, Ordering::Relaxed);
         }
@@ -468,18 +487,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if W::MODE == WaitMode::Informed && !hook_installed() {
             return self.lock_os_thread(seen);
         }
-        // No quick spin and no yield phase where the holder may be waiting for this processor
-        // (informed waiting parks at once, 002): for a green thread, where the runtime says
-        // the lock's holder does not run on another worker, or (holder not recorded yet)
-        // threads wait in this worker's queues; for another scheduled thread, where the kernel
-        // last reported more runnable threads than CPUs.
+        // A green thread always tries the quick spin (a few hundred nanoseconds, no hook call)
+        // and asks the runtime only before the yield phase: the holder's tag beside the word is
+        // stored just after the holder's compare-and-swap, the one this thread's has just lost
+        // to, so a look now reads the previous holder's tag (often a thread queued on this
+        // worker, which the runtime rightly calls not running). 8 green threads on 2 workers
+        // (the scaling suite's mutex row) skipped the spin at a fifth of their contended
+        // acquisitions that way, and went through the park path for a hold of tens of
+        // nanoseconds. Another scheduled thread skips both where the kernel last reported more
+        // runnable threads than CPUs (informed waiting parks at once there, 002).
         let crowded = W::MODE == WaitMode::Informed && {
             let hook = current_hook();
-            if hook.is_green() {
-                !green_may_spin(hook, awaited_in(&self.holder))
-            } else {
-                crate::os::oversubscribed_hint()
-            }
+            !hook.is_green() && crate::os::oversubscribed_hint()
         };
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
@@ -489,15 +508,22 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 self.meta.times.holder_add_wait(stats::pauses_to_ns(pauses));
                 return self.held_after_spin(prepared);
             }
-            // Off the line for a while (a green thread pauses, a hooked OS thread yields), unless
-            // the lock's holds are longer than half a switch (Bellosa's rule, as in
-            // `lock_os_thread`): then the informed wait parks at once, and the worker runs
-            // other green threads instead.
+            // Off the line for a while (a green thread yields its worker to the threads queued
+            // there, or pauses while the holder runs on another worker; a hooked OS thread
+            // yields), unless the lock's holds are longer than half a switch (Bellosa's rule,
+            // as in `lock_os_thread`): then the informed wait parks at once, and the worker
+            // runs other green threads instead.
             if W::MODE == WaitMode::Informed
                 && self.nobody_parked()
                 && self.meta.history.mean_ns() <= current_hook().switch_cost_ns() / 2
             {
-                if let Some(ns) = yield_phase(|| self.try_acquire()) {
+                // Went past the quick spin: informing on (see `mark_contended`), so that the
+                // holders from now on leave their tag for the yield phase's question (without
+                // it a green waiter with nothing queued on its worker cannot tell a holder
+                // running on another worker, worth a pause, from one waiting for a processor,
+                // worth a park; see `yield_phase`).
+                self.mark_contended_if_scheduled();
+                if let Some(ns) = yield_phase(|| self.try_acquire(), || awaited_in(&self.holder)) {
                     self.meta.times.holder_add_wait(ns);
                     return self.held_after_spin(prepared);
                 }
@@ -554,9 +580,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     #[inline(never)]
     fn unlock_bookkept(&self, token: HeldToken) {
         token.releasing(&self.meta);
-        // The holder's read of its own line (`INFORMING` is set for good; a releaser's window
-        // may hide it, and then the swap's result puts it back).
-        self.release_word(self.state.load(Ordering::Relaxed) & INFORMING);
+        // `INFORMING` is set for good: where the hold began on an informing word (the token's
+        // mark) the swap puts it in without a look at the word. A look costs a second transfer
+        // of the line where a waiter read it during the hold (a read miss, then the swap's
+        // ownership request), and it lengthens the hold that the waiters wait for (8 green
+        // threads on 2 workers, the scaling suite's mutex row: this release was 13 % of the
+        // samples, a third of them on the load). Otherwise the holder's read of the word (a
+        // releaser's window may hide the bit, and then the swap's result puts it back).
+        let base = if token.lock_mark() {
+            INFORMING
+        } else {
+            self.state.load(Ordering::Relaxed) & INFORMING
+        };
+        self.release_word(base);
         token.released();
     }
 
@@ -612,7 +648,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                         .holder_add_wait(waited + stats::pauses_to_ns(pauses));
                     return self.held_after_spin(None);
                 }
-                if let Some(ns) = yield_phase(|| self.try_acquire()) {
+                if let Some(ns) = yield_phase(|| self.try_acquire(), || awaited_in(&self.holder)) {
                     self.meta.times.holder_add_wait(waited + ns);
                     return self.held_after_spin(None);
                 }

@@ -4,7 +4,8 @@
 
 use super::{WaitMode, WaitPolicy, WaitQueue};
 use crate::hook::{
-    current_hook, ClassCell, PriorityClass, RunState, SchedulerHook, ThreadTag, WaitOn,
+    current_hook, scheduler_class_cell, ClassCell, PriorityClass, RunState, SchedulerHook,
+    ThreadTag, WaitOn,
 };
 use crate::stats;
 use crate::sync::spin_hint;
@@ -62,6 +63,13 @@ pub(crate) fn green_may_spin(hook: &dyn SchedulerHook, awaited: Awaited) -> bool
         return false;
     }
     match awaited {
+        // A tag naming the caller is stale (the caller waits, so it does not hold the lock):
+        // the thread that last stored its tag released, and the holder that followed did not
+        // store its own yet (it does so just after its compare-and-swap, which is what the
+        // caller's own compare-and-swap lost to). It says nothing about the holder.
+        Awaited::Holder(holder) if holder == ThreadTag::of(scheduler_class_cell()) => {
+            !hook.queued_here()
+        }
         Awaited::Holder(holder) if !holder.is_none() => match hook.run_state(holder) {
             RunState::RunningElsewhere => true,
             RunState::NotRunning => false,
@@ -122,29 +130,41 @@ const GREEN_OFF_LINE_NS: u64 = 500;
 /// What a waiter under informed waiting does when the quick spin ran out, before it parks,
 /// where the kernel does not report the machine oversubscribed (there the caller parks at
 /// once, 002): up to [`YIELD_ROUNDS`] times, stay off the lock's cache line for a while, then
-/// call `try_acquire()`. An OS thread gives up the CPU (`sched_yield`); a green thread pauses
-/// for [`GREEN_OFF_LINE_NS`] without reading the line. Returns the nanoseconds it took when
-/// `try_acquire()` succeeded (for a green thread counted in pauses, not read from the clock),
-/// `None` when the phase ran out.
+/// call `try_acquire()`. An OS thread gives up the CPU (`sched_yield`). A green thread:
+/// - where green threads wait in its worker's queues, yields the worker to them (002: a
+///   waiter does not run at the expense of a thread that is not synchronising; the holder may
+///   be one of them, and the others do their own work meanwhile);
+/// - otherwise, where it may spin ([`green_may_spin`] on `awaited()`, the lock's holder read
+///   now, after the quick spin: it runs on another worker), pauses for [`GREEN_OFF_LINE_NS`]
+///   without reading the line, as a `sched_yield` on an otherwise idle CPU does;
+/// - otherwise (the holder waits for a processor on another worker, or parked) returns `None`
+///   at once: pausing would only wait for the holder to get a processor, and the informed
+///   wait parks. (Before, it paused here too: up to 3.5 µs of a worker for nothing.)
+///
+/// Returns the nanoseconds it took when `try_acquire()` succeeded (for a paused green thread
+/// counted in pauses, not read from the clock), `None` when the phase ran out.
 ///
 /// Why (after parking_lot's `SpinWait`): two threads that take a lock every few tens
 /// of nanoseconds move its cache line between the cores at every acquisition when the waiter
 /// keeps polling; a round off the line lets the holder's thread run several acquisitions in a
 /// row with the line in its cache, and the waiter pays no park and the releaser no wake-up.
-/// A green thread does not `sched_yield` (that would give up its worker's CPU). Where the
-/// runtime says other green threads wait in its worker's queues it yields the worker to them
-/// (they do their own work meanwhile, and a thread queued there may be the holder); where none
-/// does it pauses. Without
-/// this phase a green waiter went from the quick spin to the informed spin, which polls the
-/// line every few hundred nanoseconds: 000's `multiple_ctr` on green threads took 1.15–1.2× the
-/// time it takes with it (same process, alternating runs; parking_lot's mutex on the same
-/// green threads, which spins and `sched_yield`s, took as long as with it).
-pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> {
+/// A green thread does not `sched_yield` (that would give up its worker's CPU). Without this
+/// phase a green waiter went from the quick spin to the informed spin, which polls the line
+/// every few hundred nanoseconds: 000's `multiple_ctr` on green threads took 1.15–1.2× the
+/// time it takes with it.
+///
+/// (Tried and dropped: pausing instead of yielding where the holder runs on another worker
+/// even with threads queued here. 000's `affinity`, whose threads alternate between two locks,
+/// took 1.2–1.3× as long: the queued threads were often the other lock's.)
+pub(crate) fn yield_phase(
+    mut try_acquire: impl FnMut() -> bool,
+    awaited: impl FnOnce() -> Awaited,
+) -> Option<u64> {
     let hook = current_hook();
     if hook.is_green() && hook.queued_here() {
-        // Threads wait in this worker's own queues: let them run instead of pausing (they do
-        // their own work meanwhile, as the threads sharing a CPU do when a parking_lot waiter
-        // calls `sched_yield`), and try when the worker comes back.
+        // Threads wait in this worker's own queues, perhaps the holder: let them run instead
+        // of pausing (002: a waiter does not run at the expense of a thread that is not
+        // synchronising), and try when the worker comes back.
         let start = stats::now_ns();
         for _ in 0..YIELD_ROUNDS {
             hook.yield_now();
@@ -155,6 +175,11 @@ pub(crate) fn yield_phase(mut try_acquire: impl FnMut() -> bool) -> Option<u64> 
         return None;
     }
     if hook.is_green() {
+        if !green_may_spin(hook, awaited()) {
+            // The holder waits for a processor on another worker (or parked): pausing would
+            // only wait for that; the informed wait parks.
+            return None;
+        }
         let per_round = if cfg!(loom) {
             1
         } else {

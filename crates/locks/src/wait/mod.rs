@@ -14,8 +14,7 @@ mod informed;
 mod queue;
 
 pub(crate) use informed::{
-    green_may_spin, quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor,
-    MAX_BACKOFF_SHIFT,
+    quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor, MAX_BACKOFF_SHIFT,
 };
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
@@ -353,9 +352,12 @@ pub struct HeldToken {
     stamp: u64,
 }
 
-/// Low bits of [`HeldToken`]'s stamp that hold the saved class (5 classes fit in 3 bits; the
-/// start time above them overflows after 73 years of process time).
+/// Low bits of [`HeldToken`]'s stamp that hold the saved class (5 classes fit in 3 bits).
 const CLASS_BITS: u32 = 3;
+/// The stamp's bit above the class: the lock's own mark ([`HeldToken::with_lock_mark`]).
+const LOCK_MARK: u64 = 1 << CLASS_BITS;
+/// Where the start time begins in the stamp (it overflows after 36 years of process time).
+const TIME_SHIFT: u32 = CLASS_BITS + 1;
 
 // SAFETY: a shared reference to a token gives no access to anything (its fields are private and
 // only read by `releasing`/`released`, which take it by value or from its owner). It is
@@ -502,7 +504,7 @@ impl HeldToken {
     fn new(cell: *const ClassCell, saved: PriorityClass, since_ns: u64) -> HeldToken {
         HeldToken {
             cell,
-            stamp: (since_ns << CLASS_BITS) | saved.as_u8() as u64,
+            stamp: (since_ns << TIME_SHIFT) | saved.as_u8() as u64,
         }
     }
 
@@ -517,7 +519,25 @@ impl HeldToken {
     /// When the hold started (0: not timed).
     #[inline(always)]
     fn since_ns(&self) -> u64 {
-        self.stamp >> CLASS_BITS
+        self.stamp >> TIME_SHIFT
+    }
+
+    /// The token with one bit of the lock's own set, for its release to read instead of the
+    /// lock's word (the TTAS lock: "the word had `INFORMING` when this hold began", which stays
+    /// set for good). Only on a token that has a class to restore or a hold to time: a bare
+    /// token stays bare.
+    #[inline(always)]
+    pub(crate) fn with_lock_mark(mut self) -> HeldToken {
+        if !self.is_bare() {
+            self.stamp |= LOCK_MARK;
+        }
+        self
+    }
+
+    /// Whether [`with_lock_mark`](Self::with_lock_mark) set the lock's bit.
+    #[inline(always)]
+    pub(crate) fn lock_mark(&self) -> bool {
+        self.stamp & LOCK_MARK != 0
     }
 
     /// The class to restore at the release.
