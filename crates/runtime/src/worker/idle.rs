@@ -98,12 +98,7 @@ impl WorkerLocal {
             Slept::Woke => {
                 // Its waker counted it as searching.
                 self.idle.set_searching(true);
-                self.idle.slept(
-                    asleep_from,
-                    clock::ticks(),
-                    true,
-                    !crowded,
-                );
+                self.idle.slept(asleep_from, clock::ticks(), true, !crowded);
                 Idle::Woke
             }
             Slept::Expired => {
