@@ -14,7 +14,8 @@ mod informed;
 mod queue;
 
 pub(crate) use informed::{
-    quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor, MAX_BACKOFF_SHIFT,
+    green_may_spin, quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor,
+    MAX_BACKOFF_SHIFT,
 };
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
