@@ -21,7 +21,7 @@
 //! commits) on a loaded machine.
 
 use clap::{Parser, ValueEnum};
-use footprint_workloads::micro;
+use footprint_workloads::micro::{self, process_cpu};
 
 use footprint_workloads::{fib, skynet};
 
@@ -80,19 +80,6 @@ fn std_mutex_loop(iters: u64) -> Duration {
         "every increment counted"
     );
     d
-}
-
-/// The CPU time of the whole process so far: a yield's CPU time does not grow when other
-/// processes take the CPU away, so it compares processes on a loaded machine.
-fn process_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "CLOCK_PROCESS_CPUTIME_ID is available on Linux");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn runtime(workers: usize, pin: bool) -> footprint::Runtime {

@@ -16,19 +16,8 @@
 //! message (per rank and sweep).
 
 use footprint_workloads::many_core as bodies;
-use std::time::{Duration, Instant};
-
-/// The CPU time of the whole process so far.
-fn process_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "CLOCK_PROCESS_CPUTIME_ID is available on Linux");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+use footprint_workloads::micro::process_cpu;
+use std::time::Instant;
 
 /// Sums of the workers' counters.
 #[derive(Clone, Copy, Default, Debug)]

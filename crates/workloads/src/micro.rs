@@ -117,3 +117,27 @@ pub fn std_spawn_join(iters: u64) -> Duration {
     }
     start.elapsed()
 }
+
+/// The CPU time of the whole process so far (`CLOCK_PROCESS_CPUTIME_ID`): unlike the wall clock
+/// it does not grow while other processes hold the CPU, so the probes compare processes (and
+/// builds) on a loaded machine with it.
+///
+/// ```
+/// let before = footprint_workloads::micro::process_cpu();
+/// let mut x = 0u64;
+/// for i in 0..1_000_000u64 {
+///     x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+/// }
+/// assert!(footprint_workloads::micro::process_cpu() >= before);
+/// # let _ = x;
+/// ```
+pub fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "CLOCK_PROCESS_CPUTIME_ID is available on Linux");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
