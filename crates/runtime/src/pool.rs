@@ -103,7 +103,7 @@ impl WorkerLocal {
         let pool = unsafe { &mut *self.pools().tasks.get() };
         take_pooled(pool, &self.shared().pools().tasks, TASK_LEVELS)
             .map(Pooled::take)
-            .unwrap_or_else(crate::task::new_task)
+            .unwrap_or_else(crate::task::blocks::new_task)
     }
 
     #[inline]

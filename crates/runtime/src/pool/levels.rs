@@ -31,7 +31,7 @@ impl Pools {
             .unwrap_or_else(|e| e.into_inner())
             .pop()
             .map(Pooled::take)
-            .unwrap_or_else(crate::task::new_task)
+            .unwrap_or_else(crate::task::blocks::new_task)
     }
 
     /// Returns the memory of the pooled stacks to the system; how many.

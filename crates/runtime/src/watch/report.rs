@@ -3,7 +3,7 @@
 
 use super::record::{Wait, WaitKind};
 use crate::registry::Shared;
-use crate::task::for_each_block;
+use crate::task::blocks::for_each_block;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
