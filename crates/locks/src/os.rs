@@ -24,15 +24,57 @@ use std::thread as park_thread;
 /// How often (at most) the run-queue signal is re-sampled, in nanoseconds.
 pub const SAMPLE_INTERVAL_NS: u64 = 2_000_000;
 
-/// Default estimate of one park plus one unpark of an OS thread, in nanoseconds (measured here:
-/// a futex wake-and-switch round trip between two threads costs 4–10 µs).
+/// Estimate of one park plus one unpark of an OS thread, in nanoseconds, until parked threads
+/// of this process have measured it ([`switch_cost_ns`]): a futex wake-and-switch round trip
+/// between two threads of an otherwise idle machine costs 4–10 µs on bare metal.
 pub const DEFAULT_SWITCH_COST_NS: u64 = 6_000;
 
-static SWITCH_COST_NS: AtomicU64 = AtomicU64::new(DEFAULT_SWITCH_COST_NS);
+/// Longest wake-up latency one sample may contribute (a thread that waited this long for a CPU
+/// measured the run queue, not the park).
+const MAX_WAKE_SAMPLE_NS: u64 = 200_000;
 
-/// Overrides the switch-cost estimate the OS hook reports (for experiments, or after measuring).
+static SWITCH_COST_NS: AtomicU64 = AtomicU64::new(DEFAULT_SWITCH_COST_NS);
+/// Set by [`set_switch_cost_ns`]: measurements no longer change the estimate.
+static SWITCH_COST_FIXED: AtomicBool = AtomicBool::new(false);
+
+/// Fixes the switch-cost estimate the OS hook reports (for experiments, or after measuring);
+/// from then on the wake-ups parked threads measure no longer change it.
 pub fn set_switch_cost_ns(ns: u64) {
+    SWITCH_COST_FIXED.store(true, Ordering::Relaxed);
     SWITCH_COST_NS.store(ns.max(1), Ordering::Relaxed);
+}
+
+/// What the OS hook tells a waiter a park costs: [`DEFAULT_SWITCH_COST_NS`] until OS threads of
+/// this process have been woken from a park, then a moving average (weight 1/8) of their
+/// wake-up latencies, from the notifier's pop to the woken thread running again (each sample
+/// capped at 200 µs), unless [`set_switch_cost_ns`] fixed it.
+///
+/// Why measured: the two-phase rule spins for about this long before it parks, and what a park
+/// costs differs by an order of magnitude between machines. In a KVM guest whose idle vCPUs
+/// halt, the woken thread's vCPU must be brought back by the host first: 002's lock + barrier
+/// loop (2 threads on 2 vCPUs) parked at most barrier phases with the 6 µs default, and took
+/// 2.7× as long per iteration as with waiters that spin through the phase.
+pub fn switch_cost_ns() -> u64 {
+    SWITCH_COST_NS.load(Ordering::Relaxed)
+}
+
+/// Feeds one wake-up latency (nanoseconds from a notifier's pop to the woken OS thread running)
+/// into [`switch_cost_ns`]. Samples taken while the machine is oversubscribed are dropped: the
+/// thread then waited for a CPU, which spinning would not have saved either.
+pub(crate) fn record_wake_latency(ns: u64) {
+    if SWITCH_COST_FIXED.load(Ordering::Relaxed) || oversubscribed_hint() {
+        return;
+    }
+    let old = SWITCH_COST_NS.load(Ordering::Relaxed);
+    // A lost update between two racing wake-ups loses one sample of an average: harmless.
+    SWITCH_COST_NS.store(averaged_switch_cost(old, ns), Ordering::Relaxed);
+}
+
+/// One step of [`switch_cost_ns`]'s moving average: `old` moved an eighth of the way to the
+/// sample `ns` (capped at [`MAX_WAKE_SAMPLE_NS`]), never 0.
+fn averaged_switch_cost(old: u64, ns: u64) -> u64 {
+    let sample = ns.min(MAX_WAKE_SAMPLE_NS);
+    (old - old / 8 + sample / 8).max(1)
 }
 
 struct OsHook;
@@ -145,7 +187,7 @@ impl SchedulerHook for OsHook {
     }
 
     fn switch_cost_ns(&self) -> u64 {
-        SWITCH_COST_NS.load(Ordering::Relaxed)
+        switch_cost_ns()
     }
 }
 
@@ -188,6 +230,20 @@ pub fn oversubscribed_hint() -> bool {
 /// Whether more threads are runnable than there are CPUs for this process (sampled at most
 /// every [`SAMPLE_INTERVAL_NS`]).
 pub fn oversubscribed() -> bool {
+    oversubscribed_within(SAMPLE_INTERVAL_NS)
+}
+
+/// How fresh a spinning OS thread wants [`oversubscribed`]'s answer: it re-samples the kernel's
+/// run queue (one read of `/proc/loadavg`, ≈2 µs, by one of the process's spinners) at most
+/// this often while it spins. A spin lasts up to a park's cost ([`switch_cost_ns`], tens of
+/// microseconds in a virtual machine): with the 2 ms sample, a spinner that read "not
+/// oversubscribed" from a moment when the other programs' threads happened to be parked kept
+/// spinning through their return (002's loop at multiprogramming degree 2: 1.25× block's time
+/// per iteration).
+pub const SPIN_SAMPLE_INTERVAL_NS: u64 = 20_000;
+
+/// [`oversubscribed`] re-sampled if the last sample is older than `max_age_ns`.
+pub fn oversubscribed_within(max_age_ns: u64) -> bool {
     match FORCED.load(Ordering::Relaxed) {
         1 => return false,
         2 => return true,
@@ -198,7 +254,7 @@ pub fn oversubscribed() -> bool {
     }
     let now = crate::stats::now_ns();
     let at = SAMPLED_AT_NS.load(Ordering::Relaxed);
-    if now.saturating_sub(at) > SAMPLE_INTERVAL_NS
+    if now.saturating_sub(at) > max_age_ns
         && SAMPLED_AT_NS
             .compare_exchange(at, now, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
@@ -274,19 +330,28 @@ pub fn parse_loadavg_running(line: &str) -> Option<usize> {
     field.split('/').next()?.parse().ok()
 }
 
-/// This OS thread's involuntary context switches so far (0 where unavailable).
-pub fn my_involuntary_switches() -> u64 {
+/// This OS thread's resource usage (`getrusage(RUSAGE_THREAD)`, ≈0.3 µs); `None` where
+/// unavailable or under loom.
+fn my_usage() -> Option<libc::rusage> {
     if cfg!(loom) {
-        return 0;
+        return None;
     }
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `usage` is a valid, writable rusage; RUSAGE_THREAD is supported on Linux ≥ 2.6.26.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
-    if rc != 0 {
-        return 0;
-    }
     // SAFETY: getrusage succeeded and filled the struct.
-    unsafe { usage.assume_init() }.ru_nivcsw as u64
+    (rc == 0).then(|| unsafe { usage.assume_init() })
+}
+
+/// This OS thread's involuntary context switches so far (0 where unavailable).
+pub fn my_involuntary_switches() -> u64 {
+    my_usage().map_or(0, |u| u.ru_nivcsw as u64)
+}
+
+/// This OS thread's voluntary context switches so far (it went to sleep this often; 0 where
+/// unavailable).
+pub fn my_voluntary_switches() -> u64 {
+    my_usage().map_or(0, |u| u.ru_nvcsw as u64)
 }
 
 /// What the kernel says about one thread of this process.
@@ -336,6 +401,26 @@ mod tests {
             Some(3)
         );
         assert_eq!(parse_loadavg_running("garbage"), None);
+    }
+
+    #[test]
+    fn switch_cost_average_follows_samples_and_caps_them() {
+        // Converges on a steady latency from either side.
+        let mut up = DEFAULT_SWITCH_COST_NS;
+        let mut down = 100_000;
+        for _ in 0..100 {
+            up = averaged_switch_cost(up, 35_000);
+            down = averaged_switch_cost(down, 35_000);
+        }
+        assert!((34_000..=35_000).contains(&up), "{up}");
+        assert!((35_000..=36_000).contains(&down), "{down}");
+        // A sample past the cap moves it as a capped one does.
+        assert_eq!(
+            averaged_switch_cost(8_000, 10_000_000),
+            averaged_switch_cost(8_000, MAX_WAKE_SAMPLE_NS)
+        );
+        // Never 0, even from 0-latency samples.
+        assert_eq!(averaged_switch_cost(1, 0), 1);
     }
 
     #[test]

@@ -68,25 +68,49 @@ pub fn repeat_whole_interleaved(reps: usize, fs: &mut [&mut dyn FnMut()]) -> Vec
     samples
 }
 
-/// Time per iteration of `f(iters)` (which returns the time of `iters` iterations): the count is
-/// calibrated so that one repetition takes about `budget / reps`, then `reps` repetitions.
-pub fn per_iteration(budget: Duration, reps: usize, mut f: impl FnMut(u64) -> Duration) -> Sample {
-    let reps = reps.max(1);
-    let per_rep = budget.as_secs_f64() / reps as f64;
+/// The iteration count at which one call of `f(iters)` (which returns the time of `iters`
+/// iterations) takes about `per_rep`; the calibration calls double as warm-up: the count grows
+/// until one call takes at least an eighth of `per_rep`.
+fn calibrate(per_rep: f64, f: &mut dyn FnMut(u64) -> Duration) -> u64 {
     let mut iters = 1u64;
-    // Calibration doubles as warm-up: grow until one call takes ≥ 1/8 of a repetition.
     loop {
         let t = f(iters).as_secs_f64();
         if t >= per_rep / 8.0 || iters >= 1 << 40 {
             let per_iter = t / iters as f64;
-            iters = ((per_rep / per_iter.max(1e-12)) as u64).clamp(1, 1 << 40);
-            break;
+            return ((per_rep / per_iter.max(1e-12)) as u64).clamp(1, 1 << 40);
         }
         iters *= 4;
     }
+}
+
+/// Time per iteration of `f(iters)` (which returns the time of `iters` iterations): the count is
+/// calibrated so that one repetition takes about `budget / reps`, then `reps` repetitions.
+pub fn per_iteration(budget: Duration, reps: usize, mut f: impl FnMut(u64) -> Duration) -> Sample {
+    let reps = reps.max(1);
+    let iters = calibrate(budget.as_secs_f64() / reps as f64, &mut f);
     Sample {
         values: (0..reps)
             .map(|_| f(iters).as_nanos() as f64 / iters as f64)
             .collect(),
     }
+}
+
+/// [`per_iteration`] for several programs compared with each other, each given `budget`: each is
+/// calibrated, then `reps` rounds time each once, in turn (see [`repeat_whole_interleaved`] for
+/// why). One sample per program, in `fs`'s order.
+pub fn per_iteration_interleaved(
+    budget: Duration,
+    reps: usize,
+    fs: &mut [&mut dyn FnMut(u64) -> Duration],
+) -> Vec<Sample> {
+    let reps = reps.max(1);
+    let per_rep = budget.as_secs_f64() / reps as f64;
+    let iters: Vec<u64> = fs.iter_mut().map(|f| calibrate(per_rep, *f)).collect();
+    let mut samples = vec![Sample { values: Vec::new() }; fs.len()];
+    for _ in 0..reps {
+        for ((f, &n), sample) in fs.iter_mut().zip(&iters).zip(samples.iter_mut()) {
+            sample.values.push(f(n).as_nanos() as f64 / n as f64);
+        }
+    }
+    samples
 }

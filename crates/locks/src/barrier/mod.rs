@@ -30,7 +30,7 @@ use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::wait::{wait_until, Awaited, ClassScope, HoldHistory, WaitFor, WaitPolicy, WaitQueue};
 use crossbeam_utils::CachePadded;
 use std::fmt;
-use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::atomic::{AtomicBool as StdAtomicBool, AtomicU64 as StdAtomicU64};
 
 /// The items every barrier type shares, for a type `$ty<W: WaitPolicy>` with a
 /// `core: BarrierCore` field and a `try_new(n)`: `new(n)` (which panics where `try_new` errs),
@@ -115,6 +115,9 @@ pub(crate) struct BarrierCore {
     pub(crate) queue: WaitQueue,
     history: HoldHistory,
     phase_start_ns: StdAtomicU64,
+    /// Whether threads were parked when the last phase completed: the phase after it is not
+    /// recorded in `history` (see [`complete`](Self::complete)).
+    parked_last_phase: StdAtomicBool,
 }
 
 /// One arrival.
@@ -138,6 +141,7 @@ impl BarrierCore {
             queue: WaitQueue::new(),
             history: HoldHistory::default(),
             phase_start_ns: StdAtomicU64::new(0),
+            parked_last_phase: StdAtomicBool::new(false),
         })
     }
 
@@ -226,11 +230,21 @@ impl BarrierCore {
         self.check_poison(kind);
     }
 
-    /// Records that `a.phase` is complete (called once per phase, before releasing anyone).
+    /// Records that `a.phase` is complete (before releasing anyone), and its length (first
+    /// arrival to last) in the history that the informed expected wait is drawn from, as
+    /// [`history_length`] corrects it.
     pub(crate) fn complete(&self, a: &Arrival) {
         let start = self.phase_start_ns.load(Ordering::Relaxed);
+        let after_parking = self
+            .parked_last_phase
+            .swap(self.queue.has_waiters(), Ordering::Relaxed);
         if start != 0 {
-            self.history.record(stats::now_ns().saturating_sub(start));
+            let length = stats::now_ns().saturating_sub(start);
+            self.history.record(history_length(
+                length,
+                after_parking,
+                current_hook().switch_cost_ns(),
+            ));
         }
         self.released.fetch_max(a.phase + 1, Ordering::SeqCst);
     }
@@ -244,6 +258,28 @@ impl BarrierCore {
         a.scope.restore();
         BarrierWaitResult { leader }
     }
+}
+
+/// What the history keeps of a phase `length` ns long (first arrival to last), given whether
+/// threads were parked when the phase before it completed and what the scheduler hook says a
+/// park and wake-up cost (`switch_ns`):
+/// - after a phase with parked threads, one switch cost less: a thread woken from a park
+///   arrives late in the next phase by its wake-up latency, so that phase is long because
+///   somebody parked, not because the work was unbalanced. Recorded whole, it made the next
+///   waiters expect a long wait and park at once, which made the phase after theirs long again:
+///   002's lock + barrier loop (2 OS threads on 2 idle vCPUs, 35 µs wake-ups) parked at one
+///   phase in six, and at every phase once its first phases (before the switch cost was
+///   measured) had parked;
+/// - at most two switch costs: the informed rule only compares the mean with half a switch, and
+///   one preemption of a few hundred microseconds (in a virtual machine, some 40 in 12,500
+///   phases of that loop) otherwise kept the mean of 8 above it for the next 8 phases.
+pub(crate) fn history_length(length: u64, after_parking: bool, switch_ns: u64) -> u64 {
+    let length = if after_parking {
+        length.saturating_sub(switch_ns)
+    } else {
+        length
+    };
+    length.min(switch_ns.saturating_mul(2))
 }
 
 impl fmt::Debug for BarrierCore {
@@ -299,6 +335,21 @@ mod tests {
             waiter.join().unwrap(),
             "the parked waiter panicked instead of hanging"
         );
+    }
+
+    #[test]
+    fn phase_history_discounts_wake_ups_and_caps_outliers() {
+        // An ordinary phase is kept as it was.
+        assert_eq!(history_length(4_000, false, 30_000), 4_000);
+        // The phase after a parked one loses one switch cost (not below 0).
+        assert_eq!(history_length(34_000, true, 30_000), 4_000);
+        assert_eq!(history_length(10_000, true, 30_000), 0);
+        // A preemption counts as two switch costs at most, before or after a parked phase.
+        assert_eq!(history_length(900_000, false, 30_000), 60_000);
+        assert_eq!(history_length(900_000, true, 30_000), 60_000);
+        // One capped outlier among seven ordinary phases keeps the mean under half a switch.
+        let mean = (history_length(900_000, false, 30_000) + 7 * 4_000) / 8;
+        assert!(mean < 15_000, "{mean}");
     }
 
     #[test]

@@ -338,6 +338,10 @@ fn informed_wait(
             park = true;
         }
         if !park {
+            // Half a park's cost (the hook's estimate; for an OS thread, measured wake-ups):
+            // spinning a whole one took the CPU from other programs' threads at
+            // multiprogramming degrees 2–4 (002's loop: informed at 1.2–1.3× block's time
+            // per iteration) for no gain on an idle machine.
             park = spin_phase(w, hook, green, half_switch.max(1_000), ready);
             if !park {
                 return;
@@ -408,6 +412,14 @@ fn spin_phase(
         }
         if !iter.is_multiple_of(CHECK_EVERY) {
             continue;
+        }
+        if !green && crate::os::oversubscribed_within(crate::os::SPIN_SAMPLE_INTERVAL_NS) {
+            // Runnable threads wait for a CPU now (other programs started, or the ones awaited
+            // were preempted): this spin would take one from them, so park (not
+            // `sched_yield`, as `informed_wait` explains). Checked during the spin, not only
+            // when the budget is spent: the budget is half a park's cost, which in a virtual
+            // machine is tens of microseconds.
+            return true;
         }
         // Yields to a higher class (the holder, mostly) skip the budget check only
         // `FREE_YIELDS_TO_HIGHER` times: a holder that takes the lock again before it yields back

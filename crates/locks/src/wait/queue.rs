@@ -1,7 +1,9 @@
 //! The queue of parked threads of one lock, barrier or condition variable.
 
 use crate::hook::{Placement, SchedulerHook, Unparker};
-use crate::sync::{fence, model_sc_fence, spin_hint, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::{
+    fence, model_sc_fence, spin_hint, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+};
 use std::ptr;
 use std::time::Instant;
 
@@ -27,6 +29,14 @@ pub(crate) struct WaitNode {
     state: AtomicUsize,
     unparker: Unparker,
     next: AtomicPtr<WaitNode>,
+    /// When the notifier popped the node (`stats::now_ns`), for an OS thread's node only (0
+    /// otherwise): the woken thread measures its wake-up latency from it, which is what a park
+    /// costs on this machine ([`crate::os::record_wake_latency`]).
+    notified_at_ns: AtomicU64,
+    /// Whether the notifier stamps `notified_at_ns` (a plain OS thread's park: a green
+    /// thread's runtime knows its own switch cost, and its unpark is too cheap for a clock
+    /// read).
+    stamped: bool,
 }
 
 impl WaitNode {
@@ -37,7 +47,20 @@ impl WaitNode {
             state: AtomicUsize::new(WAITING),
             unparker: hook.current_unparker(),
             next: AtomicPtr::new(ptr::null_mut()),
+            notified_at_ns: AtomicU64::new(0),
+            stamped: !hook.is_green(),
         }
+    }
+
+    /// Pops the node for a notifier: stamps the time for an OS thread's node, then marks it
+    /// notified. After this the owner may return and free the node: the caller must not touch
+    /// it again.
+    fn mark_notified(&self) {
+        if self.stamped {
+            self.notified_at_ns
+                .store(crate::stats::now_ns(), Ordering::Relaxed);
+        }
+        self.state.store(NOTIFIED, Ordering::Release);
     }
 }
 
@@ -81,7 +104,14 @@ impl Enqueued<'_> {
                 Parked::Notified
             };
         }
+        // An OS thread's voluntary context switches before its first park: its wake-up
+        // latency is a sample of a park's cost only if it really went to sleep (a park that
+        // found the unpark already there returns at once).
+        let mut switches_before = None;
         while self.node.state.load(Ordering::Acquire) == WAITING {
+            if self.node.stamped && switches_before.is_none() {
+                switches_before = Some(crate::os::my_voluntary_switches());
+            }
             match deadline {
                 None => hook.park(),
                 Some(d) => {
@@ -99,6 +129,13 @@ impl Enqueued<'_> {
                         };
                     }
                 }
+            }
+        }
+        if let Some(before) = switches_before {
+            // The Acquire load that saw NOTIFIED orders the stamp before it.
+            let at = self.node.notified_at_ns.load(Ordering::Relaxed);
+            if at != 0 && crate::os::my_voluntary_switches() != before {
+                crate::os::record_wake_latency(crate::stats::now_ns().saturating_sub(at));
             }
         }
         Parked::Notified
@@ -309,8 +346,7 @@ impl WaitQueue {
                     self.count.fetch_sub(1, Ordering::SeqCst);
                     batch[n] = Some(node.unparker.clone());
                     n += 1;
-                    // After this store the owner may return and free the node.
-                    node.state.store(NOTIFIED, Ordering::Release);
+                    node.mark_notified();
                 } else {
                     link = &node.next;
                 }
@@ -351,8 +387,7 @@ impl WaitQueue {
             .store(node.next.load(Ordering::Relaxed), Ordering::Relaxed);
         self.count.fetch_sub(1, Ordering::SeqCst);
         let unparker = node.unparker.clone();
-        // After this store the owner may return and free the node.
-        node.state.store(NOTIFIED, Ordering::Release);
+        node.mark_notified();
         popped(!self.head.load(Ordering::Relaxed).is_null());
         self.unlock_list();
         unparker.unpark(crate::placement::wake_placement());
