@@ -125,6 +125,12 @@ pub enum Placement {
     Anywhere,
     /// On this worker (lock-hot placement: the releaser's worker), unless load balance forbids.
     Worker(usize),
+    /// On the worker the woken thread last ran on, even where that worker sleeps and must be
+    /// woken for it: for a waker that goes on running, so that the woken thread runs beside it
+    /// instead of queued behind it. A barrier's release passes it (under `Anywhere` a runtime
+    /// may let the waker's worker take a thread whose worker sleeps, which is right for a
+    /// waker about to block or finish, as a joined thread is).
+    LastWorker,
 }
 
 /// What a scheduler knows about a thread that a waiter waits for (the holder of a lock): the

@@ -113,7 +113,8 @@ pub(crate) fn schedule_woken(task: Arc<Task>, hint: Placement) {
     let route = match hint {
         Placement::Worker(w) if Some(w) == here_index => Route::Local,
         Placement::Worker(w) if w < shared.workers().len() => Route::Inbox(w),
-        _ => placement::woken_route(shared, &task, here_index),
+        Placement::LastWorker => placement::woken_route(shared, &task, here_index, false),
+        _ => placement::woken_route(shared, &task, here_index, true),
     };
     placement::enqueue(shared, here, route, task);
 }

@@ -21,8 +21,8 @@
 //! there are CPUs; on green threads, while fewer other workers run a thread than arrivals are
 //! missing, or any thread waits in the waiter's own worker's queues (the runtime says, through
 //! the scheduler hook). The last arrival wakes the parked waiters to their own workers
-//! ([`Placement::Anywhere`](crate::Placement)), not to its own: a barrier has no critical
-//! section whose data they would share.
+//! ([`Placement::LastWorker`](crate::Placement)), not to its own: a barrier has no critical
+//! section whose data they would share, and the last arrival goes on running.
 
 use crate::hook::{current_hook, PriorityClass};
 use crate::stats;
@@ -244,6 +244,7 @@ impl BarrierCore {
                 length,
                 after_parking,
                 current_hook().switch_cost_ns(),
+                self.n,
             ));
         }
         self.released.fetch_max(a.phase + 1, Ordering::SeqCst);
@@ -260,9 +261,9 @@ impl BarrierCore {
     }
 }
 
-/// What the history keeps of a phase `length` ns long (first arrival to last), given whether
-/// threads were parked when the phase before it completed and what the scheduler hook says a
-/// park and wake-up cost (`switch_ns`):
+/// What the history keeps of a phase `length` ns long (first arrival to last) of a barrier for
+/// `n` threads, given whether threads were parked when the phase before it completed and what
+/// the scheduler hook says a park and wake-up cost (`switch_ns`):
 /// - after a phase with parked threads, one switch cost less: a thread woken from a park
 ///   arrives late in the next phase by its wake-up latency, so that phase is long because
 ///   somebody parked, not because the work was unbalanced. Recorded whole, it made the next
@@ -270,16 +271,18 @@ impl BarrierCore {
 ///   002's lock + barrier loop (2 OS threads on 2 idle vCPUs, 35 µs wake-ups) parked at one
 ///   phase in six, and at every phase once its first phases (before the switch cost was
 ///   measured) had parked;
-/// - at most two switch costs: the informed rule only compares the mean with half a switch, and
-///   one preemption of a few hundred microseconds (in a virtual machine, some 40 in 12,500
-///   phases of that loop) otherwise kept the mean of 8 above it for the next 8 phases.
-pub(crate) fn history_length(length: u64, after_parking: bool, switch_ns: u64) -> u64 {
+/// - at most `n` switch costs: a waiter expects the mean phase times the share of arrivals
+///   still missing (at least `1/n`) and parks at once when that exceeds half a switch, so the
+///   cap changes no decision that one long phase alone would make, while one preemption of a
+///   few hundred microseconds (in a virtual machine, some 40 in 12,500 phases of that loop)
+///   otherwise kept the mean of 8 above it for the next 8 phases.
+pub(crate) fn history_length(length: u64, after_parking: bool, switch_ns: u64, n: usize) -> u64 {
     let length = if after_parking {
         length.saturating_sub(switch_ns)
     } else {
         length
     };
-    length.min(switch_ns.saturating_mul(2))
+    length.min(switch_ns.saturating_mul(n as u64))
 }
 
 impl fmt::Debug for BarrierCore {
@@ -340,16 +343,21 @@ mod tests {
     #[test]
     fn phase_history_discounts_wake_ups_and_caps_outliers() {
         // An ordinary phase is kept as it was.
-        assert_eq!(history_length(4_000, false, 30_000), 4_000);
+        assert_eq!(history_length(4_000, false, 30_000, 2), 4_000);
         // The phase after a parked one loses one switch cost (not below 0).
-        assert_eq!(history_length(34_000, true, 30_000), 4_000);
-        assert_eq!(history_length(10_000, true, 30_000), 0);
-        // A preemption counts as two switch costs at most, before or after a parked phase.
-        assert_eq!(history_length(900_000, false, 30_000), 60_000);
-        assert_eq!(history_length(900_000, true, 30_000), 60_000);
+        assert_eq!(history_length(34_000, true, 30_000, 2), 4_000);
+        assert_eq!(history_length(10_000, true, 30_000, 2), 0);
+        // A preemption counts as n switch costs at most, before or after a parked phase.
+        assert_eq!(history_length(900_000, false, 30_000, 2), 60_000);
+        assert_eq!(history_length(900_000, true, 30_000, 2), 60_000);
+        assert_eq!(history_length(900_000, false, 300, 64), 19_200);
         // One capped outlier among seven ordinary phases keeps the mean under half a switch.
-        let mean = (history_length(900_000, false, 30_000) + 7 * 4_000) / 8;
+        let mean = (history_length(900_000, false, 30_000, 2) + 7 * 4_000) / 8;
         assert!(mean < 15_000, "{mean}");
+        // A long phase, capped, still makes the last waiter of 64 (1 arrival missing) expect
+        // more than half a switch: the cap keeps that decision.
+        let capped = history_length(900_000, false, 300, 64);
+        assert!(capped / 64 > 150, "{capped}");
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! last worker. One exception, for load balance: when its last worker is asleep and the waker is
 //! an awake worker of the same runtime, the waker's worker takes it (waking a sleeper costs a
 //! futex call on the waker's path and the sleeper's cache has nothing else to lose; this keeps
-//! `join`'s wake-up as fast as before). Lock-hot placement (000) overrides the rule by naming the
+//! `join`'s wake-up as fast as before). A wake-up with `Placement::LastWorker` (a barrier's
+//! release, whose waker goes on running) has no such exception: the sleeping worker is woken.
+//! Lock-hot placement (000) overrides the rule by naming the
 //! releaser's worker; with `footprint_locks::placement::set_lock_hot(false)` the rule holds.
 //!
 //! **Hints** (a thread with any hint is *bound*: it waits in its worker's bound queue, which
@@ -68,9 +70,16 @@ pub(crate) fn here(shared: &Shared) -> Option<&WorkerLocal> {
     }
 }
 
-/// The route of a thread woken with `Placement::Anywhere` (see the module docs).
+/// The route of a thread woken with `Placement::Anywhere` (see the module docs), or with
+/// `Placement::LastWorker` (`waker_may_take` false: no load-balance exception, a sleeping last
+/// worker is woken for it).
 #[inline]
-pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> Route {
+pub(crate) fn woken_route(
+    shared: &Shared,
+    task: &Task,
+    here: Option<usize>,
+    waker_may_take: bool,
+) -> Route {
     // SAFETY: a woken thread is not running; its hints were written before the park hand-over.
     if let Some(h) = unsafe { (*task.extras().hints.get()).as_deref() } {
         if let Some(r) = hinted_route(shared, task, h, here) {
@@ -81,7 +90,7 @@ pub(crate) fn woken_route(shared: &Shared, task: &Task, here: Option<usize>) -> 
     let home = task.last_worker() % n;
     match here {
         Some(h) if h == home => Route::Local,
-        Some(_) if shared.workers()[home].sleep().is_sleeping() => Route::Local,
+        Some(_) if waker_may_take && shared.workers()[home].sleep().is_sleeping() => Route::Local,
         _ => Route::Inbox(home),
     }
 }
