@@ -83,6 +83,7 @@ const OPS: &[(&str, Op)] = &[
     ("panicking_messages", op_panicking_messages),
     ("many_per_worker", op_many_per_worker),
     ("channel_spin", op_channel_spin),
+    ("os_barriers", op_os_barriers),
     // Add channels / RwLock / OnceLock here when they are on main.
 ];
 
@@ -325,6 +326,48 @@ struct SampleAgain;
 impl Drop for SampleAgain {
     fn drop(&mut self) {
         footprint::locks::os::force_oversubscribed(None);
+    }
+}
+
+/// Plain OS threads (no runtime) through the informed barriers, up to two more threads than
+/// CPUs: the kernel-informed wait (spin while the machine is not oversubscribed, for half the
+/// switch cost that parked threads measure, re-sampling the run queue while it spins), and the
+/// wake-up latencies the parked ones record. Checks: one leader per phase, no early passage.
+fn op_os_barriers(rng: &mut Rng, _rt: &Runtime) {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+    let n = rng.range(2, cpus + 2);
+    let rounds = rng.range(1, 200);
+    macro_rules! os_run {
+        ($ty:ident) => {{
+            set_detail(format!(
+                "{} on OS threads: threads={n} rounds={rounds}",
+                stringify!($ty)
+            ));
+            let b = <$ty>::new(n as usize);
+            let (leaders, count) = (AtomicU64::new(0), AtomicU64::new(0));
+            std::thread::scope(|s| {
+                for _ in 0..n {
+                    s.spawn(|| {
+                        for r in 0..rounds {
+                            count.fetch_add(1, Ordering::SeqCst);
+                            if b.wait().is_leader() {
+                                leaders.fetch_add(1, Ordering::SeqCst);
+                            }
+                            let seen = count.load(Ordering::SeqCst);
+                            assert!(seen >= (r + 1) * n, "passed a barrier early: {seen}");
+                            b.wait();
+                        }
+                    });
+                }
+            });
+            assert_eq!(leaders.into_inner(), rounds, "{} leaders", stringify!($ty));
+            assert_eq!(count.into_inner(), rounds * n);
+        }};
+    }
+    match rng.range(0, 2) {
+        0 => os_run!(CentralBarrier),
+        1 => os_run!(TreeBarrier),
+        _ => os_run!(DisseminationBarrier),
     }
 }
 
