@@ -593,3 +593,49 @@ fn threads_woken_behind_a_busy_waker_run_on_an_idle_worker() {
         }
     });
 }
+
+/// A barrier's release sends each parked rank back to its own worker even where that worker went
+/// to sleep meanwhile (`Placement::LastWorker`): the last arrival goes on running, and a rank
+/// queued behind it on its worker would run after it instead of beside it, for every phase
+/// after (two ranks on two workers ran one after the other that way).
+#[test]
+fn barrier_release_wakes_a_sleeping_worker_for_its_rank() {
+    with_watchdog(30, "barrier release to a sleeping worker", || {
+        let rt = rt(2);
+        let resumed_on = rt.block_on(|| {
+            migrate_to(0).unwrap();
+            let barrier = Arc::new(footprint_locks::CentralBarrier::<
+                footprint_locks::ImmediateBlock,
+            >::new(2));
+            let arrived = Arc::new(AtomicBool::new(false));
+            let sleeps_before = rt.stats().workers[1].sleeps;
+            let (b, a) = (barrier.clone(), arrived.clone());
+            let resumed = Arc::new(AtomicUsize::new(usize::MAX));
+            let r = resumed.clone();
+            let rank = footprint_runtime::spawn(move || {
+                migrate_to(1).unwrap();
+                a.store(true, Ordering::Release);
+                b.wait();
+                r.store(current_worker().unwrap(), Ordering::Release);
+            });
+            // Wait, without yielding (a yield could wake worker 1), until the rank has arrived
+            // and worker 1, with nothing left to run, has gone to sleep.
+            while !arrived.load(Ordering::Acquire) || rt.stats().workers[1].sleeps == sleeps_before
+            {
+                std::hint::spin_loop();
+            }
+            barrier.wait();
+            // The last arrival goes on running (as a rank's next sweep would): worker 0 stays
+            // busy, so only worker 1 can run the rank.
+            while resumed.load(Ordering::Acquire) == usize::MAX {
+                std::hint::spin_loop();
+            }
+            rank.join().unwrap();
+            resumed.load(Ordering::Acquire)
+        });
+        assert_eq!(
+            resumed_on, 1,
+            "the rank resumed on the releaser's worker instead of its own"
+        );
+    });
+}
