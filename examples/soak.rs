@@ -177,6 +177,27 @@ fn op_locks(rng: &mut Rng, rt: &Runtime) {
     }
 }
 
+/// One of `n` participants passing `rounds` barrier episodes (`wait` waits once and says whether
+/// this thread leads): counts its arrivals in `count` and its leaderships in `leaders`, and
+/// checks that it never leaves an episode before all `n` threads have arrived at it.
+fn barrier_episodes(
+    n: u64,
+    rounds: u64,
+    count: &AtomicU64,
+    leaders: &AtomicU64,
+    wait: &dyn Fn() -> bool,
+) {
+    for r in 0..rounds {
+        count.fetch_add(1, Ordering::SeqCst);
+        if wait() {
+            leaders.fetch_add(1, Ordering::SeqCst);
+        }
+        let seen = count.load(Ordering::SeqCst);
+        assert!(seen >= (r + 1) * n, "passed a barrier early: {seen}");
+        wait();
+    }
+}
+
 /// `n` green threads pass `rounds` barrier episodes; exactly one leader per episode, and every
 /// thread sees all increments of the episode before it.
 macro_rules! barrier_run {
@@ -196,15 +217,7 @@ macro_rules! barrier_run {
                 .map(|_| {
                     let (b, l, c) = (b2.clone(), l2.clone(), c2.clone());
                     footprint::spawn(move || {
-                        for r in 0..rounds {
-                            c.fetch_add(1, Ordering::SeqCst);
-                            if b.wait().is_leader() {
-                                l.fetch_add(1, Ordering::SeqCst);
-                            }
-                            let seen = c.load(Ordering::SeqCst);
-                            assert!(seen >= (r + 1) * n, "passed a barrier early: {seen}");
-                            b.wait();
-                        }
+                        barrier_episodes(n, rounds, &c, &l, &|| b.wait().is_leader())
                     })
                 })
                 .collect();
@@ -348,15 +361,7 @@ fn op_os_barriers(rng: &mut Rng, _rt: &Runtime) {
             std::thread::scope(|s| {
                 for _ in 0..n {
                     s.spawn(|| {
-                        for r in 0..rounds {
-                            count.fetch_add(1, Ordering::SeqCst);
-                            if b.wait().is_leader() {
-                                leaders.fetch_add(1, Ordering::SeqCst);
-                            }
-                            let seen = count.load(Ordering::SeqCst);
-                            assert!(seen >= (r + 1) * n, "passed a barrier early: {seen}");
-                            b.wait();
-                        }
+                        barrier_episodes(n, rounds, &count, &leaders, &|| b.wait().is_leader())
                     });
                 }
             });
