@@ -52,6 +52,8 @@ fn workers() -> usize {
 fn runtime(workers: usize) -> footprint::Runtime {
     footprint::Runtime::builder()
         .workers(workers)
+        // `FOOTPRINT_MANY_CORE_WORKERS=16` on a 2-core machine means it (see the module docs).
+        .oversubscribe(true)
         .build()
         .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
 }

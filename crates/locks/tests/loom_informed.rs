@@ -153,7 +153,8 @@ fn ttas_green(answers: Answers) {
     });
 }
 
-/// The holder runs on another worker: the waiter spins (the model's short spin), then parks.
+/// The holder runs on another worker: after the quick spin the waiter parks (it does not spin
+/// on a holder running elsewhere), and the release wakes it.
 #[test]
 fn ttas_green_holder_running_elsewhere() {
     ttas_green(Answers {
@@ -183,6 +184,43 @@ fn ttas_green_holder_not_running_nothing_queued() {
         queued: false,
         running_elsewhere: 1,
     });
+}
+
+/// Three green threads on one lock with threads queued on their worker: one waiter at a time
+/// yields in the yield phase (the lock's sole yielder), a second one parks at once; every
+/// increment lands and nobody is left parked.
+#[test]
+fn ttas_green_sole_yielder_and_a_parked_waiter() {
+    green_model(
+        Answers {
+            run: RunState::RunningElsewhere,
+            queued: true,
+            running_elsewhere: 1,
+        },
+        || {
+            let lock = Arc::new(RawTtasLock::<Informed>::new());
+            let value = Arc::new(AtomicUsize::new(0));
+            let bump = |lock: &RawTtasLock<Informed>, value: &AtomicUsize| {
+                let t = lock.lock();
+                let x = value.load(Ordering::Relaxed);
+                value.store(x + 1, Ordering::Relaxed);
+                // SAFETY: held through `t`.
+                unsafe { lock.unlock(t) };
+            };
+            let others: Vec<_> = (0..2)
+                .map(|_| {
+                    let (l, v) = (lock.clone(), value.clone());
+                    spawn_green(move || bump(&l, &v))
+                })
+                .collect();
+            bump(&lock, &value);
+            for h in others {
+                h.join().unwrap();
+            }
+            assert_eq!(value.load(Ordering::Relaxed), 3);
+            assert!(!lock.is_locked());
+        },
+    );
 }
 
 /// Two green ranks pass two phases of a central barrier.

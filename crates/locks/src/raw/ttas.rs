@@ -509,21 +509,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 return self.held_after_spin(prepared);
             }
             // Off the line for a while (a green thread yields its worker to the threads queued
-            // there, or pauses while the holder runs on another worker; a hooked OS thread
-            // yields), unless the lock's holds are longer than half a switch (Bellosa's rule,
-            // as in `lock_os_thread`): then the informed wait parks at once, and the worker
-            // runs other green threads instead.
+            // there if no other waiter of the lock does so; a hooked OS thread yields), unless
+            // the lock's holds are longer than half a switch (Bellosa's rule, as in
+            // `lock_os_thread`): then the informed wait parks at once, and the worker runs
+            // other green threads instead.
             if W::MODE == WaitMode::Informed
                 && self.nobody_parked()
                 && self.meta.history.mean_ns() <= current_hook().switch_cost_ns() / 2
             {
                 // Went past the quick spin: informing on (see `mark_contended`), so that the
-                // holders from now on leave their tag for the yield phase's question (without
-                // it a green waiter with nothing queued on its worker cannot tell a holder
-                // running on another worker, worth a pause, from one waiting for a processor,
-                // worth a park; see `yield_phase`).
+                // holders from now on publish their class and leave their tag for the
+                // scheduler's questions.
                 self.mark_contended_if_scheduled();
-                if let Some(ns) = yield_phase(|| self.try_acquire(), || awaited_in(&self.holder)) {
+                if let Some(ns) = yield_phase(|| self.try_acquire(), &self.meta.yielder) {
                     self.meta.times.holder_add_wait(ns);
                     return self.held_after_spin(prepared);
                 }
@@ -532,6 +530,12 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         let scope = ClassScope::enter_for_scheduler::<W>();
         self.mark_contended(&scope);
         scope.publish(PriorityClass::Waiter);
+        // A green thread parks now, without the informed spin, even where the holder runs on
+        // another worker: polling that holder's line makes its release pay a transfer, and a
+        // parked waiter is woken onto the releaser's worker, where the data is (see
+        // `yield_phase`). The expected wait says so to the informed wait, as a barrier's does
+        // where more arrivals are missing than can run.
+        let green = W::MODE == WaitMode::Informed && current_hook().is_green();
         let mut waited = 0;
         // Whether a notifier popped this thread: only then may it take a hand-over.
         let popped = std::cell::Cell::new(false);
@@ -539,7 +543,11 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             let w = WaitFor {
                 queue: &self.meta.queue,
                 key: 0,
-                expected_ns: self.meta.history.mean_ns(),
+                expected_ns: if green {
+                    u64::MAX
+                } else {
+                    self.meta.history.mean_ns()
+                },
                 holder_tid: self.meta.holder_tid.load(Ordering::Relaxed),
                 awaited: awaited_in(&self.holder),
                 class: PriorityClass::Waiter,
@@ -648,7 +656,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                         .holder_add_wait(waited + stats::pauses_to_ns(pauses));
                     return self.held_after_spin(None);
                 }
-                if let Some(ns) = yield_phase(|| self.try_acquire(), || awaited_in(&self.holder)) {
+                if let Some(ns) = yield_phase(|| self.try_acquire(), &self.meta.yielder) {
                     self.meta.times.holder_add_wait(waited + ns);
                     return self.held_after_spin(None);
                 }

@@ -9,6 +9,7 @@ use crate::hook::{
 };
 use crate::stats;
 use crate::sync::spin_hint;
+use std::sync::atomic::{AtomicU32 as StdAtomicU32, Ordering as StdOrdering};
 
 /// The threads a waiter waits for, as far as it can name them: what the scheduler is asked
 /// about before the waiter spins (002: spin only while they run).
@@ -123,76 +124,58 @@ pub(crate) fn quick_spin(mut try_acquire: impl FnMut() -> bool) -> Option<u32> {
 /// Yields of the yield phase, as many as parking_lot's `SpinWait` makes (under loom: one).
 const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 7 };
 
-/// How long a green thread's round of the yield phase stays off the lock's line (pauses, timed
-/// with the calibrated pause): about what a `sched_yield` takes where nothing else wants the CPU.
-const GREEN_OFF_LINE_NS: u64 = 500;
-
 /// What a waiter under informed waiting does when the quick spin ran out, before it parks,
 /// where the kernel does not report the machine oversubscribed (there the caller parks at
-/// once, 002): up to [`YIELD_ROUNDS`] times, stay off the lock's cache line for a while, then
-/// call `try_acquire()`. An OS thread gives up the CPU (`sched_yield`). A green thread:
-/// - where green threads wait in its worker's queues, yields the worker to them (002: a
-///   waiter does not run at the expense of a thread that is not synchronising; the holder may
-///   be one of them, and the others do their own work meanwhile);
-/// - otherwise, where it may spin ([`green_may_spin`] on `awaited()`, the lock's holder read
-///   now, after the quick spin: it runs on another worker), pauses for [`GREEN_OFF_LINE_NS`]
-///   without reading the line, as a `sched_yield` on an otherwise idle CPU does;
-/// - otherwise (the holder waits for a processor on another worker, or parked) returns `None`
-///   at once: pausing would only wait for the holder to get a processor, and the informed
-///   wait parks. (Before, it paused here too: up to 3.5 µs of a worker for nothing.)
+/// once, 002). An OS thread gives up the CPU (`sched_yield`) up to [`YIELD_ROUNDS`] times,
+/// calling `try_acquire()` after each. A green thread:
+/// - where green threads wait in its worker's queues and no other waiter of this lock yields
+///   now (`yielder`, see [`SoleYielder`]), yields the worker to them up to [`YIELD_ROUNDS`]
+///   times (002: a waiter does not run at the expense of a thread that is not synchronising;
+///   the holder may be one of them, and the others do their own work meanwhile);
+/// - otherwise returns `None` at once.
 ///
-/// Returns the nanoseconds it took when `try_acquire()` succeeded (for a paused green thread
-/// counted in pauses, not read from the clock), `None` when the phase ran out.
+/// Returns the nanoseconds it took when `try_acquire()` succeeded, `None` when the phase ran
+/// out or was skipped. A green thread's caller then parks without spinning, whether the holder
+/// runs on another worker or not (`RawTtasLock::lock_slow`). (Before, where the holder ran on
+/// another worker, a green waiter paused 7 × 500 ns between looks here and then spun for half
+/// a switch in the informed wait.)
 ///
-/// Why (after parking_lot's `SpinWait`): two threads that take a lock every few tens
-/// of nanoseconds move its cache line between the cores at every acquisition when the waiter
-/// keeps polling; a round off the line lets the holder's thread run several acquisitions in a
-/// row with the line in its cache, and the waiter pays no park and the releaser no wake-up.
-/// A green thread does not `sched_yield` (that would give up its worker's CPU). Without this
-/// phase a green waiter went from the quick spin to the informed spin, which polls the line
-/// every few hundred nanoseconds: 000's `multiple_ctr` on green threads took 1.15–1.2× the
-/// time it takes with it.
+/// Why a green waiter does not spin on a holder that runs on another worker: every look takes
+/// the lock's cache line to the waiter's core during the hold, and the holder's release then
+/// pays for taking it back (95 % of the release's samples were its swap, with 4 green threads
+/// per worker on 2 workers; the lock was found held at 20–36 % of acquisitions against 0.3–0.8 %
+/// for parking_lot's OS threads). A parked waiter is woken by a release onto the releaser's
+/// worker (lock-hot placement, 000), where the critical section's data is cached, and the
+/// releaser's thread meanwhile takes the lock again from its own cache. Measured on the 2-core
+/// VM (2 workers, alternating processes, medians of 5): that loop (`many_core_mutex`) 20.2 →
+/// 16.7–17.9 ms (parking_lot's OS threads 14.9–16.6 ms in the same runs; `BlockTtasMutex`,
+/// which parks at once, 11.3–11.8 ms); 000's seven as fast or faster (green ÷ std threads,
+/// medians of 3 processes: `single_ctr` 1.06 → 1.01, `multiple_ctr` 0.91 → 0.85, `doubly_list`
+/// 0.85 → 0.76, the others within 0.02); the TSP branch and bound unchanged (73–75 against
+/// 75–77 ms, run-to-run spread ±8 ms).
 ///
-/// (Tried and dropped: pausing instead of yielding where the holder runs on another worker
-/// even with threads queued here. 000's `affinity`, whose threads alternate between two locks,
-/// took 1.2–1.3× as long: the queued threads were often the other lock's.)
+/// Why an OS thread yields (after parking_lot's `SpinWait`): two threads that take a lock every
+/// few tens of nanoseconds move its cache line between the cores at every acquisition when the
+/// waiter keeps polling; a round off the CPU lets the holder's thread run several acquisitions
+/// in a row with the line in its cache, and the waiter pays no park and the releaser no
+/// wake-up.
 pub(crate) fn yield_phase(
     mut try_acquire: impl FnMut() -> bool,
-    awaited: impl FnOnce() -> Awaited,
+    yielder: &StdAtomicU32,
 ) -> Option<u64> {
     let hook = current_hook();
-    if hook.is_green() && hook.queued_here() {
-        // Threads wait in this worker's own queues, perhaps the holder: let them run instead
-        // of pausing (002: a waiter does not run at the expense of a thread that is not
-        // synchronising), and try when the worker comes back.
+    if hook.is_green() {
+        if !hook.queued_here() {
+            return None;
+        }
+        let _sole = SoleYielder::claim(yielder)?;
+        // Threads wait in this worker's own queues, perhaps the holder: let them run, and try
+        // when the worker comes back.
         let start = stats::now_ns();
         for _ in 0..YIELD_ROUNDS {
             hook.yield_now();
             if try_acquire() {
                 return Some(stats::now_ns().saturating_sub(start));
-            }
-        }
-        return None;
-    }
-    if hook.is_green() {
-        if !green_may_spin(hook, awaited()) {
-            // The holder waits for a processor on another worker (or parked): pausing would
-            // only wait for that; the informed wait parks.
-            return None;
-        }
-        let per_round = if cfg!(loom) {
-            1
-        } else {
-            (GREEN_OFF_LINE_NS * 1000 / stats::pauses_to_ns(1000).max(1)).max(8)
-        };
-        for round in 1..=YIELD_ROUNDS as u64 {
-            for _ in 0..per_round {
-                spin_hint();
-            }
-            if try_acquire() {
-                return Some(stats::pauses_to_ns(
-                    (round * per_round).min(u32::MAX as u64) as u32,
-                ));
             }
         }
         return None;
@@ -208,6 +191,35 @@ pub(crate) fn yield_phase(
         }
     }
     None
+}
+
+/// The one green waiter of a lock that yields its worker to the threads queued there
+/// ([`yield_phase`]); gives the lock's flag back when dropped.
+///
+/// Why only one: the threads a yield runs are often the lock's other waiters (a hot lock with 4
+/// green threads per worker: each thread of the worker arrives at the lock in turn). Each would
+/// fail its try and yield on, polling the lock's line once per round. A second waiter parks
+/// instead; a waiter of another lock is not held back (the flag is per lock: 000's `affinity`,
+/// whose threads alternate between two locks, took 1.2× as long when every waiter with threads
+/// queued on its worker parked, since the queued threads were often the other lock's).
+struct SoleYielder<'a>(&'a StdAtomicU32);
+
+impl<'a> SoleYielder<'a> {
+    /// The flag, if no other waiter of the lock yields now (read first: no write to the line
+    /// while another waiter holds it).
+    fn claim(flag: &'a StdAtomicU32) -> Option<SoleYielder<'a>> {
+        let free = flag.load(StdOrdering::Relaxed) == 0
+            && flag
+                .compare_exchange(0, 1, StdOrdering::Relaxed, StdOrdering::Relaxed)
+                .is_ok();
+        free.then_some(SoleYielder(flag))
+    }
+}
+
+impl Drop for SoleYielder<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, StdOrdering::Relaxed);
+    }
 }
 
 /// A green thread under [`WaitMode::Spin`] yields its worker once per this many backoff rounds

@@ -177,6 +177,11 @@ pub(crate) struct LockMeta {
     /// atomic also under loom): a stale value costs a waiter at most a short spin or an early
     /// park. (The TTAS lock keeps its holder's tag beside its word instead.)
     pub(crate) holder: StdAtomicU32,
+    /// 1 while a green waiter yields its worker in the lock's yield phase (`yield_phase`): the
+    /// lock's other green waiters park instead of yielding too. Advisory (a plain `std` atomic
+    /// also under loom) and off the word's cache line: a waiter writes it twice per wait, never
+    /// per look.
+    pub(crate) yielder: StdAtomicU32,
 }
 
 impl LockMeta {
@@ -193,6 +198,7 @@ impl LockMeta {
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
             holder: StdAtomicU32::new(0),
+            yielder: StdAtomicU32::new(0),
         }
     }
 
@@ -204,6 +210,7 @@ impl LockMeta {
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
             holder: StdAtomicU32::new(0),
+            yielder: StdAtomicU32::new(0),
         }
     }
 }
