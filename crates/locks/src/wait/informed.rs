@@ -147,9 +147,9 @@ const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 7 };
 /// for parking_lot's OS threads). A parked waiter is woken by a release onto the releaser's
 /// worker (lock-hot placement, 000), where the critical section's data is cached, and the
 /// releaser's thread meanwhile takes the lock again from its own cache. Measured on the 2-core
-/// VM (2 workers, alternating processes, medians of 5): that loop (`many_core_mutex`) 20.2 →
-/// 16.7–17.9 ms (parking_lot's OS threads 14.9–16.6 ms in the same runs; `BlockTtasMutex`,
-/// which parks at once, 11.3–11.8 ms); 000's seven as fast or faster (green ÷ std threads,
+/// VM (2 workers, alternating processes, medians of 5): that loop (`many_core_mutex`) 21.7 →
+/// 14.1 ms on the idle VM (parking_lot's OS threads 18.0 ms in the same runs, std's 25–27;
+/// `BlockTtasMutex`, which parks at once, 11.7 ms); 000's seven as fast or faster (green ÷ std threads,
 /// medians of 3 processes: `single_ctr` 1.06 → 1.01, `multiple_ctr` 0.91 → 0.85, `doubly_list`
 /// 0.85 → 0.76, the others within 0.02); the TSP branch and bound unchanged (73–75 against
 /// 75–77 ms, run-to-run spread ±8 ms).
