@@ -662,8 +662,7 @@ fn ring_recv_races_a_sender_linking() {
     });
 }
 
-/// Ring: two senders and two receivers on capacity 1 (and two senders, one receiver, on
-/// capacity 2): every message is received exactly once, whichever sender or receiver a
+/// Ring: two senders and two receivers on capacity 1: every message is received exactly once, whichever sender or receiver a
 /// notification reaches and whoever takes the place or the message first (a woken thread that
 /// loses re-links; a thread notified of what it no longer needs passes the notification on).
 #[test]
@@ -681,8 +680,13 @@ fn ring_two_senders_two_receivers() {
         assert_eq!(a + b, 3);
         s1.join().unwrap();
     });
-    drop(_serial);
-    model_ring(|| {
+}
+
+/// Ring: two senders (one sending twice) and one receiver on capacity 2, one preemption.
+#[test]
+fn ring_two_senders_capacity_two() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
         let (tx, rx) = channel::bounded::<usize>(2);
         let tx2 = tx.clone();
         let s1 = thread::spawn(move || {

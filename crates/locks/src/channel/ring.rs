@@ -404,7 +404,7 @@ impl<T> Ring<T> {
         t & MARK != 0 || t & !(MARK | RESERVED) != h
     }
 
-    /// Whether a send would find a place (not counting the reserved ones) or the
+    /// Whether a send would find a place (one neither occupied nor reserved) or the
     /// disconnection now.
     pub(super) fn send_ready(&self) -> bool {
         let mut round = 0;
