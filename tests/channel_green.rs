@@ -27,6 +27,37 @@ fn produce(tx: &Sender<(usize, usize)>, p: usize, per: usize) {
     }
 }
 
+/// From inside `block_on`: `consumers` green threads drain the channel (`drain(rx, k)` for the
+/// `k`-th), `producers` green threads fill it (`produce(tx, p)`), the caller's ends are dropped;
+/// returns the drained (count, sum) summed over the consumers.
+fn green_mpmc(
+    (tx, rx): (Sender<(usize, usize)>, Receiver<(usize, usize)>),
+    consumers: usize,
+    producers: usize,
+    drain: impl Fn(&Receiver<(usize, usize)>, usize) -> (usize, usize) + Copy + Send + 'static,
+    produce: impl Fn(&Sender<(usize, usize)>, usize) + Copy + Send + 'static,
+) -> (usize, usize) {
+    let cs: Vec<_> = (0..consumers)
+        .map(|k| {
+            let rx = rx.clone();
+            footprint::spawn(move || drain(&rx, k))
+        })
+        .collect();
+    let ps: Vec<_> = (0..producers)
+        .map(|p| {
+            let tx = tx.clone();
+            footprint::spawn(move || produce(&tx, p))
+        })
+        .collect();
+    drop((tx, rx));
+    for p in ps {
+        p.join().unwrap();
+    }
+    cs.into_iter()
+        .map(|c| c.join().unwrap())
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
 fn expect(total: (usize, usize), producers: usize, per: usize) {
     assert_eq!(total.0, producers * per, "every message once");
     assert_eq!(total.1, producers * per * (per - 1) / 2);
@@ -45,25 +76,13 @@ fn mpmc_on_green_threads_exact_counts() {
                     Some(c) => channel::bounded(c),
                     None => channel::unbounded(),
                 };
-                let cs: Vec<_> = (0..C)
-                    .map(|_| {
-                        let rx = rx.clone();
-                        footprint::spawn(move || drain(&rx, P))
-                    })
-                    .collect();
-                let ps: Vec<_> = (0..P)
-                    .map(|p| {
-                        let tx = tx.clone();
-                        footprint::spawn(move || produce(&tx, p, PER))
-                    })
-                    .collect();
-                drop((tx, rx));
-                for p in ps {
-                    p.join().unwrap();
-                }
-                cs.into_iter()
-                    .map(|c| c.join().unwrap())
-                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+                green_mpmc(
+                    (tx, rx),
+                    C,
+                    P,
+                    |rx, _| drain(rx, P),
+                    |tx, p| produce(tx, p, PER),
+                )
             });
             expect(total, P, PER);
         }
@@ -218,28 +237,8 @@ fn ring_many_senders_and_receivers_small_capacity_exact() {
     with_watchdog(180, "many senders and receivers on a small ring", || {
         let rt = runtime(2);
         for cap in [1, 2, 3] {
-            let total = rt.block_on(|| {
-                let (tx, rx) = channel::bounded(cap);
-                let cs: Vec<_> = (0..C)
-                    .map(|k| {
-                        let rx = rx.clone();
-                        footprint::spawn(move || drain_mixed(&rx, k))
-                    })
-                    .collect();
-                let ps: Vec<_> = (0..P)
-                    .map(|p| {
-                        let tx = tx.clone();
-                        footprint::spawn(move || produce_mixed(&tx, p))
-                    })
-                    .collect();
-                drop((tx, rx));
-                for p in ps {
-                    p.join().unwrap();
-                }
-                cs.into_iter()
-                    .map(|c| c.join().unwrap())
-                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-            });
+            let total =
+                rt.block_on(|| green_mpmc(channel::bounded(cap), C, P, drain_mixed, produce_mixed));
             expect(total, P, PER);
 
             let (tx, rx) = channel::bounded(cap);
