@@ -8,8 +8,11 @@ mod common;
 use common::{runtime, with_watchdog};
 use footprint::channel::{self, Receiver, Sender};
 
+/// A message: (producer, index in that producer's sequence).
+type Msg = (usize, usize);
+
 /// Receives until disconnection; returns (count, sum of indices), checking per-producer order.
-fn drain(rx: &Receiver<(usize, usize)>, producers: usize) -> (usize, usize) {
+fn drain(rx: &Receiver<Msg>, producers: usize) -> (usize, usize) {
     let mut last = vec![None::<usize>; producers];
     let (mut n, mut sum) = (0, 0);
     for (p, i) in rx.iter() {
@@ -21,7 +24,7 @@ fn drain(rx: &Receiver<(usize, usize)>, producers: usize) -> (usize, usize) {
     (n, sum)
 }
 
-fn produce(tx: &Sender<(usize, usize)>, p: usize, per: usize) {
+fn produce(tx: &Sender<Msg>, p: usize, per: usize) {
     for i in 0..per {
         tx.send((p, i)).unwrap();
     }
@@ -31,11 +34,11 @@ fn produce(tx: &Sender<(usize, usize)>, p: usize, per: usize) {
 /// `k`-th), `producers` green threads fill it (`produce(tx, p)`), the caller's ends are dropped;
 /// returns the drained (count, sum) summed over the consumers.
 fn green_mpmc(
-    (tx, rx): (Sender<(usize, usize)>, Receiver<(usize, usize)>),
+    (tx, rx): (Sender<Msg>, Receiver<Msg>),
     consumers: usize,
     producers: usize,
-    drain: impl Fn(&Receiver<(usize, usize)>, usize) -> (usize, usize) + Copy + Send + 'static,
-    produce: impl Fn(&Sender<(usize, usize)>, usize) + Copy + Send + 'static,
+    drain: impl Fn(&Receiver<Msg>, usize) -> (usize, usize) + Copy + Send + 'static,
+    produce: impl Fn(&Sender<Msg>, usize) + Copy + Send + 'static,
 ) -> (usize, usize) {
     let cs: Vec<_> = (0..consumers)
         .map(|k| {
@@ -176,7 +179,7 @@ fn ring_many_senders_and_receivers_small_capacity_exact() {
     const PER: usize = 2_000;
 
     /// Sends with a mix of the three flavours, retrying the ones that give the message back.
-    fn produce_mixed(tx: &Sender<(usize, usize)>, p: usize) {
+    fn produce_mixed(tx: &Sender<Msg>, p: usize) {
         for i in 0..PER {
             let mut msg = (p, i);
             loop {
@@ -199,8 +202,8 @@ fn ring_many_senders_and_receivers_small_capacity_exact() {
     }
 
     /// Receives with a mix of flavours until disconnection; (count, sum), in order per producer.
-    fn drain_mixed(rx: &Receiver<(usize, usize)>, k: usize) -> (usize, usize) {
-        let mut last = vec![None::<usize>; P];
+    fn drain_mixed(rx: &Receiver<Msg>, k: usize) -> (usize, usize) {
+        let mut last = [None::<usize>; P];
         let (mut n, mut sum) = (0, 0);
         let mut turn = k;
         loop {
