@@ -2,19 +2,19 @@
 //! `FOOTPRINT_MANY_CORE_WORKERS`), each beside its peer in one run; the bodies are in
 //! `common/many_core.rs` and check their results.
 //!
-//! - `many_core_stencil/*`: SPMD 2-D Jacobi (`STENCIL_SIDE`², `STENCIL_SWEEPS` sweeps), one band
+//! - `many_core_stencil/*`: SPMD 2-D Jacobi (258², 300 sweeps), one band
 //!   of rows per rank, a barrier per sweep; 1 and 4 ranks per worker. footprint: green ranks,
 //!   `footprint::sync::Barrier`; peer: as many OS threads with `std::sync::Barrier`.
-//! - `many_core_mutex/*`: 4 threads per worker × `BUMP_OPS` × { lock a `Mutex<[u64; 8]>`, bump
+//! - `many_core_mutex/*`: 4 threads per worker × 20,000 × { lock a `Mutex<[u64; 8]>`, bump
 //!   all eight; 40 LCG steps outside }. footprint: green threads, `footprint::sync::Mutex`;
 //!   peers: as many OS threads with `std::sync::Mutex` and `parking_lot::Mutex`.
-//! - `many_core_tsp/*`: branch and bound over a `TSP_CITIES`-city instance, the bound read at
+//! - `many_core_tsp/*`: branch and bound over a 12-city instance, the bound read at
 //!   every node and offered at every tour, tasks spawned down to depth 4. footprint `scope` with
 //!   the bound in a `footprint::sync::Mutex` (`footprint_mutex`), a `footprint::sync::RwLock`
 //!   (`footprint_rwlock`) or an `AtomicU64` (`footprint_atomic`: the optimistic read a one-word
 //!   bound allows); peer: rayon `scope` + `std::sync::Mutex`.
 //! - `many_core_pipeline/*`: 1 producer per worker → `bounded(64)` → 2 squarers per worker →
-//!   `bounded(64)` → 1 summer, `PIPE_MESSAGES` messages. footprint: green threads,
+//!   `bounded(64)` → 1 summer, 50,000 messages. footprint: green threads,
 //!   `footprint::channel`; peer: OS threads, crossbeam-channel.
 //!
 //! On the 2-core development machine the OS-thread peers run on the same 2 CPUs as the workers.
@@ -27,6 +27,9 @@
 //! `<runs>` alternating runs of each variant (one line each: name, median and minimum ms, each
 //! as a ratio to the first variant, the peer), a quick look for before/after comparisons.
 //! `FOOTPRINT_MANY_CORE_ONLY=<part of a group name>` picks the workloads.
+//! `FOOTPRINT_MANY_CORE_SIZES=issue` runs the sizes the many-core comparison was first measured
+//! at on 16 cores (a 1026² stencil for 200 sweeps, 200,000 pipeline messages, a 13-city tour)
+//! instead of the quick ones above.
 
 use footprint_workloads::many_core as bodies;
 
@@ -35,11 +38,39 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
 
-const STENCIL_SIDE: usize = 258;
-const STENCIL_SWEEPS: usize = 300;
-const BUMP_OPS: usize = 20_000;
-const TSP_CITIES: usize = 12;
-const PIPE_MESSAGES: u64 = 50_000;
+/// The sizes of the four workloads.
+#[derive(Clone, Copy)]
+struct Sizes {
+    stencil_side: usize,
+    stencil_sweeps: usize,
+    bump_ops: usize,
+    tsp_cities: usize,
+    pipe_messages: u64,
+}
+
+/// Quick sizes (the default), or with `FOOTPRINT_MANY_CORE_SIZES=issue` the sizes the
+/// comparison was first measured at on 16 cores.
+fn sizes() -> Sizes {
+    match std::env::var("FOOTPRINT_MANY_CORE_SIZES").as_deref() {
+        Ok("issue") => Sizes {
+            stencil_side: 1026,
+            stencil_sweeps: 200,
+            bump_ops: 20_000,
+            tsp_cities: 13,
+            pipe_messages: 200_000,
+        },
+        Ok(other) if !other.is_empty() => {
+            panic!("FOOTPRINT_MANY_CORE_SIZES={other}: the only sizes by name are `issue`")
+        }
+        _ => Sizes {
+            stencil_side: 258,
+            stencil_sweeps: 300,
+            bump_ops: 20_000,
+            tsp_cities: 12,
+            pipe_messages: 50_000,
+        },
+    }
+}
 
 fn workers() -> usize {
     std::env::var("FOOTPRINT_MANY_CORE_WORKERS")
@@ -67,8 +98,15 @@ fn workloads<'a>(
     pool: &'a rayon::ThreadPool,
     w: usize,
 ) -> Vec<(&'static str, Vec<Variant<'a>>)> {
-    let stencil_expected = bodies::stencil_expected(STENCIL_SIDE, STENCIL_SWEEPS);
-    let d: &'a [Vec<u64>] = Box::leak(bodies::tsp_instance(TSP_CITIES).into_boxed_slice());
+    let Sizes {
+        stencil_side,
+        stencil_sweeps,
+        bump_ops,
+        tsp_cities,
+        pipe_messages,
+    } = sizes();
+    let stencil_expected = bodies::stencil_expected(stencil_side, stencil_sweeps);
+    let d: &'a [Vec<u64>] = Box::leak(bodies::tsp_instance(tsp_cities).into_boxed_slice());
     let tsp_expected = bodies::tsp_expected(d);
     let mut stencil: Vec<Variant<'a>> = Vec::new();
     for per in [1usize, 4] {
@@ -76,13 +114,13 @@ fn workloads<'a>(
         stencil.push((
             format!("std_threads/{per}_per_worker"),
             Box::new(move || {
-                bodies::stencil_os(STENCIL_SIDE, STENCIL_SWEEPS, ranks, stencil_expected)
+                bodies::stencil_os(stencil_side, stencil_sweeps, ranks, stencil_expected)
             }),
         ));
         stencil.push((
             format!("footprint/{per}_per_worker"),
             Box::new(move || {
-                bodies::stencil_green(rt, STENCIL_SIDE, STENCIL_SWEEPS, ranks, stencil_expected)
+                bodies::stencil_green(rt, stencil_side, stencil_sweeps, ranks, stencil_expected)
             }),
         ));
     }
@@ -90,23 +128,23 @@ fn workloads<'a>(
     let mutex: Vec<Variant<'a>> = vec![
         (
             "std".into(),
-            Box::new(move || bodies::bump_os::<std::sync::Mutex<[u64; 8]>>(threads, BUMP_OPS)),
+            Box::new(move || bodies::bump_os::<std::sync::Mutex<[u64; 8]>>(threads, bump_ops)),
         ),
         (
             "parking_lot".into(),
-            Box::new(move || bodies::bump_os::<parking_lot::Mutex<[u64; 8]>>(threads, BUMP_OPS)),
+            Box::new(move || bodies::bump_os::<parking_lot::Mutex<[u64; 8]>>(threads, bump_ops)),
         ),
         (
             "footprint".into(),
             Box::new(move || {
-                bodies::bump_green::<footprint::sync::Mutex<[u64; 8]>>(rt, threads, BUMP_OPS)
+                bodies::bump_green::<footprint::sync::Mutex<[u64; 8]>>(rt, threads, bump_ops)
             }),
         ),
         (
             "footprint_block".into(),
             Box::new(move || {
                 bodies::bump_green::<footprint::sync::baseline::BlockTtasMutex<[u64; 8]>>(
-                    rt, threads, BUMP_OPS,
+                    rt, threads, bump_ops,
                 )
             }),
         ),
@@ -114,7 +152,7 @@ fn workloads<'a>(
             "footprint_spin".into(),
             Box::new(move || {
                 bodies::bump_green::<footprint::sync::baseline::SpinTtasMutex<[u64; 8]>>(
-                    rt, threads, BUMP_OPS,
+                    rt, threads, bump_ops,
                 )
             }),
         ),
@@ -142,11 +180,11 @@ fn workloads<'a>(
     let pipeline: Vec<Variant<'a>> = vec![
         (
             "crossbeam".into(),
-            Box::new(move || bodies::pipeline_crossbeam(w, 2 * w, PIPE_MESSAGES)),
+            Box::new(move || bodies::pipeline_crossbeam(w, 2 * w, pipe_messages)),
         ),
         (
             "footprint".into(),
-            Box::new(move || bodies::pipeline_green(rt, w, 2 * w, PIPE_MESSAGES)),
+            Box::new(move || bodies::pipeline_green(rt, w, 2 * w, pipe_messages)),
         ),
     ];
     vec![
