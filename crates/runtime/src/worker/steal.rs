@@ -108,7 +108,8 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                if let Some(j) = v.inbox().pop() {
+                // Without waiting for its lock (see `Inbox::try_pop`).
+                if let Some(j) = v.inbox().try_pop() {
                     self.count_steal(me, ti);
                     return Some(j);
                 }
