@@ -49,6 +49,7 @@ pub(super) const MAX_CAP: usize = 1 << 32;
 
 /// Spins before a busy counterpart (a send or receive between claiming a position and
 /// stamping its slot) is waited for with OS yields.
+#[cfg(not(loom))]
 const SPINS_BEFORE_YIELD: u32 = 6;
 
 struct Slot<T> {
@@ -93,22 +94,78 @@ pub(super) enum Reserve {
     Disconnected,
 }
 
-/// Exponential spinning, then OS yields: the counterpart finishes within a few instructions
-/// unless its thread was preempted.
-fn backoff(round: &mut u32) {
-    if cfg!(loom) {
-        // One model yield per retry: each is a scheduling point the model explores.
-        *round = 1;
-        spin_hint();
-        return;
+/// The wait between two tries of a ring operation that found a counterpart busy (a send or
+/// receive between claiming a position and stamping its slot, or a counter that moved under
+/// the look): exponential spinning, then OS yields. The counterpart finishes within a few
+/// instructions unless its thread was preempted; nothing can stop it there (no lock, no park,
+/// and a green thread is not switched out between the two), so the wait ends as soon as the
+/// kernel runs that thread again.
+struct Backoff {
+    round: u32,
+    /// Under loom: what the last retry read (see [`Backoff::wait`]).
+    #[cfg(loom)]
+    seen: Option<[u64; 3]>,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff {
+            round: 0,
+            #[cfg(loom)]
+            seen: None,
+        }
     }
-    if *round < SPINS_BEFORE_YIELD {
-        for _ in 0..(1u32 << *round) {
+
+    /// Whether this is a retry (the first try of an operation is not).
+    #[inline(always)]
+    fn retry(&self) -> bool {
+        self.round > 0
+    }
+
+    /// Waits before the next try; `seen`: the counters and the stamp this try read (zero
+    /// where it read none).
+    ///
+    /// Under loom, one model yield; and a retry that read exactly what the previous retry of
+    /// the same operation read ends the exploration of this execution's alternatives
+    /// (`loom::skip_branch`: the execution itself runs on, with loom's default schedule, and is
+    /// checked). Such a retry is a stutter step: it read the latest values (see [`relook`]),
+    /// wrote none that differ and left this thread where it was, so every state after it is
+    /// also reached by the execution without it, which the model explores (dropping a retry
+    /// between two switches adds no preemption). Without this a model with three threads and
+    /// two preemptions does not end. Loom's scheduler is not fair: a switch away from a thread
+    /// that yields costs no preemption, and the model adds a branch at each such switch. So
+    /// when one thread is preempted between its claim and its stamp and two others wait for it
+    /// here (a receive and a second send behind a send that claimed the one place of a
+    /// capacity-1 channel; two receives behind it), loom explores the two waiters taking turns
+    /// for every number of turns without running the thread they wait for: the green channel
+    /// models of `loom_informed.rs` ran past loom's 1,000 branches in one execution, and with
+    /// 20,000 one ran for more than ten minutes. Outside the model that thread runs again when
+    /// the kernel schedules its worker, and the waiters' OS yields let it.
+    #[inline(always)]
+    fn wait(&mut self, seen: [u64; 3]) {
+        #[cfg(loom)]
+        {
+            if self.retry() {
+                if self.seen == Some(seen) {
+                    loom::skip_branch();
+                }
+                self.seen = Some(seen);
+            }
+            self.round = 1;
             spin_hint();
         }
-        *round += 1;
-    } else {
-        crate::sync::os_yield();
+        #[cfg(not(loom))]
+        {
+            let _ = seen;
+            if self.round < SPINS_BEFORE_YIELD {
+                for _ in 0..(1u32 << self.round) {
+                    spin_hint();
+                }
+                self.round += 1;
+            } else {
+                crate::sync::os_yield();
+            }
+        }
     }
 }
 
@@ -206,20 +263,21 @@ impl<T> Ring<T> {
     /// Claims the next position and writes `msg` into it, or says why not (full: every place
     /// is taken or reserved).
     pub(super) fn push(&self, msg: T) -> Result<(), PushFail<T>> {
-        let mut round = 0;
+        let mut backoff = Backoff::new();
         loop {
-            let t = relook(&self.tail, round > 0);
+            let t = relook(&self.tail, backoff.retry());
             if t & MARK != 0 {
                 return Err(PushFail::Disconnected(msg));
             }
             let (p, reserved) = (t & !RESERVED, t & RESERVED);
             let slot = &self.slots[self.index(p)];
-            let stamp = relook(&slot.stamp, round > 0);
+            let stamp = relook(&slot.stamp, backoff.retry());
+            let mut h = 0;
             if stamp == p {
                 if reserved != 0 {
-                    match self.fits(t, 1, round > 0) {
+                    match self.fits(t, 1, backoff.retry()) {
                         None => {
-                            backoff(&mut round);
+                            backoff.wait([t, stamp, 0]);
                             continue;
                         }
                         Some(false) => return Err(PushFail::Full(msg)),
@@ -245,13 +303,13 @@ impl<T> Ring<T> {
                 // The slot still holds the message of one lap before: full, unless a receive
                 // has claimed it and is reading it.
                 fence(Ordering::SeqCst);
-                let h = relook(&self.head, round > 0);
+                h = relook(&self.head, backoff.retry());
                 if h.wrapping_add(self.lap) == p {
                     return Err(PushFail::Full(msg));
                 }
             }
             // Another send claimed `p`, or a receive is between claiming and freeing it.
-            backoff(&mut round);
+            backoff.wait([t, stamp, h]);
         }
     }
 
@@ -273,11 +331,12 @@ impl<T> Ring<T> {
     /// next is at least past `p` (with Relaxed it could be older, and "a send is writing" would
     /// be waited for on a stale value).
     pub(super) fn pop(&self) -> Result<T, PopFail> {
-        let mut round = 0;
+        let mut backoff = Backoff::new();
         loop {
-            let h = relook(&self.head, round > 0);
+            let h = relook(&self.head, backoff.retry());
             let slot = &self.slots[self.index(h)];
-            let stamp = relook(&slot.stamp, round > 0);
+            let stamp = relook(&slot.stamp, backoff.retry());
+            let mut t = 0;
             if stamp == h | WRITTEN {
                 if self
                     .head
@@ -293,7 +352,7 @@ impl<T> Ring<T> {
             } else if stamp == h {
                 // Nothing written at `h`: empty, unless a send claimed it and is writing.
                 fence(Ordering::SeqCst);
-                let t = relook(&self.tail, round > 0);
+                t = relook(&self.tail, backoff.retry());
                 if t & !(MARK | RESERVED) == h {
                     return Err(if t & MARK != 0 {
                         PopFail::Disconnected
@@ -304,16 +363,16 @@ impl<T> Ring<T> {
             }
             // Another receive claimed `h`, or a send is between claiming and writing it, or a
             // receive of the lap before is still reading this slot.
-            backoff(&mut round);
+            backoff.wait([h, stamp, t]);
         }
     }
 
     /// Reserves a place for a send whose message comes later
     /// ([`push_reserved`](Self::push_reserved) or [`unreserve`](Self::unreserve)).
     pub(super) fn reserve(&self) -> Reserve {
-        let mut round = 0;
+        let mut backoff = Backoff::new();
         loop {
-            let t = relook(&self.tail, round > 0);
+            let t = relook(&self.tail, backoff.retry());
             if t & MARK != 0 {
                 return Reserve::Disconnected;
             }
@@ -321,7 +380,7 @@ impl<T> Ring<T> {
                 // As many chosen sends outstanding as the word counts: wait like a full channel.
                 return Reserve::Full;
             }
-            match self.fits(t, 1, round > 0) {
+            match self.fits(t, 1, backoff.retry()) {
                 None => {}
                 Some(false) => return Reserve::Full,
                 Some(true)
@@ -335,7 +394,7 @@ impl<T> Ring<T> {
                 // The tail moved under the look, or another send took the place first.
                 Some(true) => {}
             }
-            backoff(&mut round);
+            backoff.wait([t, 0, 0]);
         }
     }
 
@@ -348,9 +407,9 @@ impl<T> Ring<T> {
     /// Writes a reserved send's message into the next position (a place is there: the
     /// reservation kept one); gives it back when the channel is disconnected.
     pub(super) fn push_reserved(&self, msg: T) -> Result<(), T> {
-        let mut round = 0;
+        let mut backoff = Backoff::new();
         loop {
-            let t = relook(&self.tail, round > 0);
+            let t = relook(&self.tail, backoff.retry());
             debug_assert!(t & RESERVED != 0, "a reserved push holds a reservation");
             if t & MARK != 0 {
                 self.unreserve();
@@ -358,7 +417,8 @@ impl<T> Ring<T> {
             }
             let p = t & !RESERVED;
             let slot = &self.slots[self.index(p)];
-            if relook(&slot.stamp, round > 0) == p
+            let stamp = relook(&slot.stamp, backoff.retry());
+            if stamp == p
                 && self
                     .tail
                     .compare_exchange_weak(
@@ -374,7 +434,7 @@ impl<T> Ring<T> {
                 return Ok(());
             }
             // Another send claimed `p`, or a receive is still reading its slot's last message.
-            backoff(&mut round);
+            backoff.wait([t, stamp, 0]);
         }
     }
 
@@ -385,14 +445,14 @@ impl<T> Ring<T> {
 
     /// Messages in the ring now (claimed positions not yet read, a consistent snapshot).
     pub(super) fn len(&self) -> usize {
-        let mut round = 0;
+        let mut backoff = Backoff::new();
         loop {
-            let t = relook(&self.tail, round > 0);
-            let h = relook(&self.head, round > 0);
-            if relook(&self.tail, round > 0) == t {
+            let t = relook(&self.tail, backoff.retry());
+            let h = relook(&self.head, backoff.retry());
+            if relook(&self.tail, backoff.retry()) == t {
                 return self.occupied(h, t & !(MARK | RESERVED)) as usize;
             }
-            backoff(&mut round);
+            backoff.wait([t, h, 0]);
         }
     }
 
@@ -407,16 +467,16 @@ impl<T> Ring<T> {
     /// Whether a send would find a place (one neither occupied nor reserved) or the
     /// disconnection now.
     pub(super) fn send_ready(&self) -> bool {
-        let mut round = 0;
+        let mut backoff = Backoff::new();
         loop {
-            let t = relook(&self.tail, round > 0);
+            let t = relook(&self.tail, backoff.retry());
             if t & MARK != 0 {
                 return true;
             }
-            if let Some(fits) = self.fits(t, 1, round > 0) {
+            if let Some(fits) = self.fits(t, 1, backoff.retry()) {
                 return fits;
             }
-            backoff(&mut round);
+            backoff.wait([t, 0, 0]);
         }
     }
 
