@@ -701,6 +701,27 @@ fn ring_two_senders_capacity_two() {
     });
 }
 
+/// Ring, three threads and two preemptions (the other three-thread ring models have one): a
+/// send may be preempted between claiming the one place of a capacity-1 channel and writing
+/// its message while the receive and the other send wait for that write (the retries of
+/// `Ring::push` and `Ring::pop`, and under loom the stutter rule of the ring's
+/// `Backoff::wait`); both messages arrive, once each. The senders are not joined: a
+/// completer's unpark may come after its waiter found the completion without parking, and
+/// loom's join takes that unpark for its own wake-up ("assertion failed: state.notified"); loom
+/// still runs every thread to its end.
+#[test]
+fn ring_two_waiters_behind_a_preempted_send() {
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let tx2 = tx.clone();
+        thread::spawn(move || tx.send(1).unwrap());
+        thread::spawn(move || tx2.send(2).unwrap());
+        let a = rx.recv().unwrap();
+        let b = rx.recv().unwrap();
+        assert_eq!(a + b, 3);
+    });
+}
+
 /// Counts its drops (a message dropped twice or never shows in the count).
 struct Counted(Arc<AtomicUsize>);
 impl Drop for Counted {
