@@ -702,13 +702,16 @@ fn ring_two_senders_capacity_two() {
 }
 
 /// Ring, three threads and two preemptions (the other three-thread ring models have one): a
-/// send may be preempted between claiming the one place of a capacity-1 channel and writing
-/// its message while the receive and the other send wait for that write (the retries of
-/// `Ring::push` and `Ring::pop`, and under loom the stutter rule of the ring's
-/// `Backoff::wait`); both messages arrive, once each. The senders are not joined: a
-/// completer's unpark may come after its waiter found the completion without parking, and
-/// loom's join takes that unpark for its own wake-up ("assertion failed: state.notified"); loom
-/// still runs every thread to its end.
+/// send is preempted between claiming the one place of a capacity-1 channel and writing its
+/// message while two others wait for that write in the retries of `Ring::push` and
+/// `Ring::pop` (a receive and the other send; then two receives). Both messages arrive, once
+/// each, and the model ends: loom's scheduler is not fair, and without the ring's stutter rule
+/// (`Backoff::wait`) it explores the two waiters taking turns for ever (this model ran for
+/// minutes). The receiver yields before it receives, as a green receiver's informed spin
+/// does: without a free switch there the model reaches that state only with more
+/// preemptions. The senders are not joined: a completer's unpark may come after its waiter
+/// found the completion without parking, and loom's join takes that unpark for its own
+/// wake-up ("assertion failed: state.notified"); loom still runs every thread to its end.
 #[test]
 fn ring_two_waiters_behind_a_preempted_send() {
     model_ring(|| {
@@ -716,9 +719,31 @@ fn ring_two_waiters_behind_a_preempted_send() {
         let tx2 = tx.clone();
         thread::spawn(move || tx.send(1).unwrap());
         thread::spawn(move || tx2.send(2).unwrap());
+        thread::yield_now();
         let a = rx.recv().unwrap();
         let b = rx.recv().unwrap();
         assert_eq!(a + b, 3);
+    });
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let rx2 = rx.clone();
+        let sum = Arc::new(AtomicUsize::new(0));
+        let s2 = sum.clone();
+        thread::spawn(move || {
+            thread::yield_now();
+            s2.fetch_add(rx2.recv().unwrap(), Ordering::SeqCst);
+        });
+        thread::spawn(move || {
+            tx.send(1).unwrap();
+            tx.send(2).unwrap();
+        });
+        thread::yield_now();
+        let a = rx.recv().unwrap();
+        // The other receiver's message: it may still be on its way (not joined, see above).
+        while sum.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        assert_eq!(a + sum.load(Ordering::SeqCst), 3);
     });
 }
 
