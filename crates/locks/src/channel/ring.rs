@@ -140,7 +140,9 @@ impl Backoff {
     /// for every number of turns without running the thread they wait for: the green channel
     /// models of `loom_informed.rs` ran past loom's 1,000 branches in one execution, and with
     /// 20,000 one ran for more than ten minutes. Outside the model that thread runs again when
-    /// the kernel schedules its worker, and the waiters' OS yields let it.
+    /// the kernel schedules its worker, and the waiters' OS yields let it. A wait that never
+    /// ends (a counterpart that never stamps) still fails the model: that execution runs on
+    /// past loom's branch limit.
     #[inline(always)]
     fn wait(&mut self, seen: [u64; 3]) {
         #[cfg(loom)]
