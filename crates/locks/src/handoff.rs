@@ -28,6 +28,9 @@ pub(crate) const CLAIMED: usize = 4;
 /// Completed without the operation: the select that claimed the node, or that the node's owner
 /// claimed, dropped its chosen operation; the owner tries its operation again (channels only).
 pub(crate) const RETRY: usize = 5;
+/// Completed without the operation: the state the owner waits on changed (a channel's ring got a
+/// message or a free place); the owner tries its operation again (channels only).
+pub(crate) const NOTIFIED: usize = 6;
 
 /// Yields before a waiter parks (none under loom: the model explores parking).
 const YIELDS_BEFORE_PARK: u32 = if cfg!(loom) { 0 } else { 2 };
@@ -76,6 +79,29 @@ impl<T> Handoff<T> {
         let u = unsafe { (*self.unparker.get()).take() }.expect("a node is completed once");
         self.outcome.store(outcome, Ordering::Release);
         u
+    }
+
+    /// Completes a linked node that the caller has just unlinked under the owner's lock, unless
+    /// its owner cancelled it first ([`try_cancel`](Self::try_cancel), which needs no lock);
+    /// returns the unparker to call once that lock is released, `None` when the owner won.
+    pub(crate) fn try_complete(&self, outcome: usize) -> Option<Unparker> {
+        // SAFETY: as in `complete`: only a completer holding the owner's lock takes the
+        // unparker, and the owner never reads it. Taken before the exchange: once the outcome
+        // is set the owner may return and free the node.
+        let u = unsafe { (*self.unparker.get()).take() }?;
+        self.outcome
+            .compare_exchange(WAITING, outcome, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        Some(u)
+    }
+
+    /// The owner gives its linked node up without the lock (it found what it waited for, or its
+    /// deadline passed); `false` when a completer set the outcome first. The owner then unlinks
+    /// the node under the owner's lock (a completer that loses the race unlinks it too).
+    pub(crate) fn try_cancel(&self) -> bool {
+        self.outcome
+            .compare_exchange(WAITING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// Marks a linked node that the caller has just unlinked under the owner's lock to complete

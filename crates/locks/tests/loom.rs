@@ -31,6 +31,18 @@ fn model_one_preemption(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
+/// Like [`model`], with room for the longer executions of the ring channel's models (each retry
+/// of a ring operation is a model read-modify-write and a yield).
+fn model_ring(f: impl Fn() + Sync + Send + 'static) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    b.max_branches = 100_000;
+    b.check(f);
+}
+
 /// Adds 1 to `value` with a non-atomic read-then-write under `lock`.
 fn increment_under<L: RawLock>(lock: &L, value: &AtomicUsize) {
     let t = lock.lock();
@@ -608,6 +620,210 @@ fn a_dropped_chosen_send_releases_its_receiver() {
         }
         tx.send(9).unwrap();
         assert_eq!(h.join().unwrap(), Ok(9));
+    });
+}
+
+/// Ring (a bounded channel with places, no lock on the message path): a receiver finds the
+/// channel empty and links its node while a sender fills the last place. Either the
+/// receiver's last look at the ring after linking finds the message, or the sender finds the
+/// receiver counted and wakes it: the receive always completes (loom reports a deadlock
+/// otherwise). Capacity 1 (the one place is the last) and 2 with two messages.
+#[test]
+fn ring_send_races_a_receiver_linking() {
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let h = thread::spawn(move || tx.send(7).unwrap());
+        assert_eq!(rx.recv(), Ok(7));
+        h.join().unwrap();
+    });
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(2);
+        let h = thread::spawn(move || {
+            tx.send(1).unwrap();
+            tx.send(2).unwrap();
+        });
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(rx.recv(), Ok(2));
+        h.join().unwrap();
+    });
+}
+
+/// Ring: a sender finds the channel full and links its node while a receiver frees the place;
+/// the send completes, and the messages arrive in order.
+#[test]
+fn ring_recv_races_a_sender_linking() {
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        tx.send(1).unwrap();
+        let h = thread::spawn(move || tx.send(2).unwrap());
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(rx.recv(), Ok(2));
+        h.join().unwrap();
+    });
+}
+
+/// Ring: two senders and two receivers on capacity 1: every message is received exactly once, whichever sender or receiver a
+/// notification reaches and whoever takes the place or the message first (a woken thread that
+/// loses re-links; a thread notified of what it no longer needs passes the notification on).
+#[test]
+fn ring_two_senders_two_receivers() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Three threads: the main thread is the second sender, then the second receiver.
+    model_one_preemption(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let s1 = thread::spawn(move || tx2.send(1).unwrap());
+        let r1 = thread::spawn(move || rx2.recv().unwrap());
+        tx.send(2).unwrap();
+        let a = rx.recv().unwrap();
+        let b = r1.join().unwrap();
+        assert_eq!(a + b, 3);
+        s1.join().unwrap();
+    });
+}
+
+/// Ring: two senders (one sending twice) and one receiver on capacity 2, one preemption.
+#[test]
+fn ring_two_senders_capacity_two() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        let (tx, rx) = channel::bounded::<usize>(2);
+        let tx2 = tx.clone();
+        let s1 = thread::spawn(move || {
+            tx.send(1).unwrap();
+            tx.send(2).unwrap();
+        });
+        let s2 = thread::spawn(move || tx2.send(3).unwrap());
+        let got: usize = (0..3).map(|_| rx.recv().unwrap()).sum();
+        assert_eq!(got, 6);
+        s1.join().unwrap();
+        s2.join().unwrap();
+    });
+}
+
+/// Ring, three threads and two preemptions (the other three-thread ring models have one): a
+/// send is preempted between claiming the one place of a capacity-1 channel and writing its
+/// message while two others wait for that write in the retries of `Ring::push` and
+/// `Ring::pop` (a receive and the other send; then two receives). Both messages arrive, once
+/// each, and the model ends: loom's scheduler is not fair, and without the ring's stutter rule
+/// (`Backoff::wait`) it explores the two waiters taking turns for ever (this model ran for
+/// minutes). The receiver yields before it receives, as a green receiver's informed spin
+/// does: without a free switch there the model reaches that state only with more
+/// preemptions. The senders are not joined: a completer's unpark may come after its waiter
+/// found the completion without parking, and loom's join takes that unpark for its own
+/// wake-up ("assertion failed: state.notified"); loom still runs every thread to its end.
+#[test]
+fn ring_two_waiters_behind_a_preempted_send() {
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let tx2 = tx.clone();
+        thread::spawn(move || tx.send(1).unwrap());
+        thread::spawn(move || tx2.send(2).unwrap());
+        thread::yield_now();
+        let a = rx.recv().unwrap();
+        let b = rx.recv().unwrap();
+        assert_eq!(a + b, 3);
+    });
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let rx2 = rx.clone();
+        let sum = Arc::new(AtomicUsize::new(0));
+        let s2 = sum.clone();
+        thread::spawn(move || {
+            thread::yield_now();
+            s2.fetch_add(rx2.recv().unwrap(), Ordering::SeqCst);
+        });
+        thread::spawn(move || {
+            tx.send(1).unwrap();
+            tx.send(2).unwrap();
+        });
+        thread::yield_now();
+        let a = rx.recv().unwrap();
+        // The other receiver's message: it may still be on its way (not joined, see above).
+        while sum.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        assert_eq!(a + sum.load(Ordering::SeqCst), 3);
+    });
+}
+
+/// Counts its drops (a message dropped twice or never shows in the count).
+struct Counted(Arc<AtomicUsize>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Ring: a disconnection races a park. The last sender goes while a receiver links (the
+/// receiver learns it, after the buffered message); the last receiver goes while a sender
+/// parks on a full channel (the sender gets its message back, and the buffered message is
+/// dropped exactly once).
+#[test]
+fn ring_disconnect_races_a_park() {
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let h = thread::spawn(move || {
+            tx.send(4).unwrap();
+            drop(tx);
+        });
+        assert_eq!(rx.recv(), Ok(4));
+        assert_eq!(rx.recv(), Err(channel::RecvError));
+        h.join().unwrap();
+    });
+    model_ring(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = channel::bounded::<Counted>(1);
+        tx.send(Counted(drops.clone()))
+            .unwrap_or_else(|_| unreachable!());
+        let d = drops.clone();
+        let h = thread::spawn(move || tx.send(Counted(d)).map_err(|e| e.0));
+        drop(rx);
+        let back = h.join().unwrap();
+        // The parked (or late) send fails with its message; the buffered one was dropped.
+        assert!(back.is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        drop(back);
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+    });
+}
+
+/// Ring: a select's chosen send reserves the one place and is then dropped, while another
+/// sender finds the channel full (reserved) and parks: giving the reservation back wakes it,
+/// and its message arrives.
+#[test]
+fn ring_released_reservation_wakes_a_sender() {
+    model_ring(|| {
+        let (tx, rx) = channel::bounded::<usize>(1);
+        let tx2 = tx.clone();
+        let h = thread::spawn(move || tx2.send(5).unwrap());
+        {
+            let mut sel = channel::Select::new();
+            sel.send(&tx);
+            if let Ok(oper) = sel.try_select() {
+                drop(oper);
+            }
+        }
+        assert_eq!(rx.recv(), Ok(5));
+        h.join().unwrap();
+    });
+}
+
+/// Ring: a select blocked on two ring channels while a sender fills one: the watch linking and
+/// the sender's look at the waiting count race; the select always wakes with the message.
+#[test]
+fn ring_select_watch_races_a_send() {
+    model_ring(|| {
+        let (tx1, rx1) = channel::bounded::<usize>(2);
+        let (_tx2, rx2) = channel::bounded::<usize>(2);
+        let h = thread::spawn(move || tx1.send(3).unwrap());
+        let got = channel::select! {
+            recv(rx1) -> m => m.unwrap(),
+            recv(rx2) -> m => m.unwrap(),
+        };
+        assert_eq!(got, 3);
+        // Not joined: a fired select may keep a park permit (see `select_two_senders_one_wins`).
+        drop(h);
     });
 }
 

@@ -1,5 +1,34 @@
 //! The state shared by the senders and receivers of one channel, and its two operations.
 //!
+//! A bounded channel with places (capacity 1 to `ring::MAX_CAP`) keeps its messages in a ring
+//! that senders and receivers claim without a lock (`ring.rs`); the channel's spin lock guards
+//! only the lists of parked threads and of blocked selects' watches. Zero-capacity and unbounded
+//! channels keep every operation under the lock (Go's design, below).
+//!
+//! # The ring path
+//! A send or receive that does not need to wait touches only the ring, then reads the other
+//! side's waiting count (one load, on a cache line written only when threads park): when it is
+//! not zero, it takes the lock, completes the first parked node of the other side as `NOTIFIED`
+//! (unlinking it) and fires the watches of the selects waiting for that side. A woken thread
+//! tries the ring again, like every other thread (crossbeam-channel does the same); if another
+//! thread took the message or the place first, it links its node again at the front of the
+//! list, so it keeps its turn.
+//!
+//! No wake-up is lost (the loom models `ring_*` check it): a thread that would wait adds itself
+//! to its side's waiting count first (a `SeqCst` read-modify-write), links its node under the
+//! lock, and then tries the ring once more before it parks; a completer changes the ring with a
+//! `SeqCst` read-modify-write of its counter before it reads the waiting count. One of the two
+//! sees the other: either the waiter's last try finds the change, or the completer finds the
+//! waiter. The count is decremented by whoever unlinks a node or watch, so it never falls below
+//! the number linked. A waiter that finds what it needs on that last try cancels its node (an
+//! exchange racing the completer's); if a completer notified it first, the notification is
+//! passed on to the next waiter when the ring could serve another one.
+//!
+//! A select's chosen send reserves a place in the ring's tail word (see `ring.rs`), never a
+//! position, so no receiver waits for a message that may not come; a disconnection marks the
+//! tail word, then completes the parked nodes of the other side as `DISCONNECTED`.
+//!
+//! # The locked path (zero capacity, unbounded)
 //! One short spin lock guards the buffer and the two lists of parked threads (Go's design).
 //! Invariants, under the lock: receivers wait only while the buffer is empty and no sender waits;
 //! senders wait (each holding its message) only while the buffer is full — always, for a
@@ -13,17 +42,22 @@
 //! zero-capacity channel a plain send or receive also claims a blocked select on the other
 //! side, and a receive then waits for that select's message.
 //!
-//! Before a send or receive links its node, the first waiter of its side may spin outside the
-//! lock and try again from the start (`spin.rs`): the lists and hand-offs above do not change.
+//! On both paths, before a send or receive links its node, the first waiter of its side may
+//! spin outside the lock and try again from the start (`spin.rs`).
 
+use super::ring::{self, PopFail, PushFail, Reserve, Ring};
 use super::spin;
 use super::watch::{any_claimable, claim_first, Claimed, Payload, Token, Watch};
-use crate::handoff::{wake_all, Handoff, CANCELLED, CLAIMED, DISCONNECTED, DONE, RETRY, WAITING};
+use crate::handoff::{
+    wake_all, Handoff, CANCELLED, CLAIMED, DISCONNECTED, DONE, NOTIFIED, RETRY, WAITING,
+};
 use crate::hook::{current_hook, ThreadTag, Unparker};
 use crate::spin::SpinLock;
+use crate::sync::model_sc_fence;
+use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// How long an operation may wait.
@@ -208,13 +242,54 @@ fn current_tag() -> ThreadTag {
     ThreadTag::of(crate::hook::scheduler_class_cell())
 }
 
+/// The threads and watches of one side that wait on a ring channel: linked, or about to link
+/// (counted before linking, uncounted by whoever unlinks; see the module doc). Model atomics
+/// under loom: they are half of the store-load pairs that the models check.
+struct Waiting {
+    receivers: crate::sync::AtomicUsize,
+    senders: crate::sync::AtomicUsize,
+}
+
+/// What one side of a ring channel publishes for the other side's informed spin (`spin.rs`),
+/// on a cache line that only that side writes. Advisory: std atomics under loom too.
+struct SideTags {
+    /// The thread of the last operation of this side (`ThreadTag` bits).
+    last: AtomicU32,
+    /// A thread of this side spins before it would park: the next one parks at once.
+    spinning: AtomicBool,
+}
+
+impl SideTags {
+    fn new() -> CachePadded<SideTags> {
+        CachePadded::new(SideTags {
+            last: AtomicU32::new(0),
+            spinning: AtomicBool::new(false),
+        })
+    }
+
+    /// Records the calling thread as this side's last (a write only when it changes).
+    #[inline]
+    fn note(&self) {
+        let me = current_tag().to_bits();
+        if self.last.load(Ordering::Relaxed) != me {
+            self.last.store(me, Ordering::Relaxed);
+        }
+    }
+}
+
 pub(crate) struct Chan<T> {
     /// The buffer's length, published at every change under the lock, for a spinning waiter
-    /// to read without taking the lock (see `spin.rs`); advisory only. A std atomic under loom
-    /// too: a model atomic would add a scheduling point inside the lock's critical section,
-    /// where loom's `unpark` of a thread blocked on its mutex (a select's left-over wake-up)
-    /// breaks loom's own bookkeeping ("expected to be able to acquire lock").
+    /// to read without taking the lock (see `spin.rs`); advisory only, locked path only. A std
+    /// atomic under loom too: a model atomic would add a scheduling point inside the lock's
+    /// critical section, where loom's `unpark` of a thread blocked on its mutex (a select's
+    /// left-over wake-up) breaks loom's own bookkeeping ("expected to be able to acquire
+    /// lock"). The ring path touches no model atomic while it holds the lock.
     len: AtomicUsize,
+    /// The lock-free buffer of a bounded channel with places; `None`: the locked path.
+    ring: Option<Ring<T>>,
+    waiting: CachePadded<Waiting>,
+    senders_tags: CachePadded<SideTags>,
+    receivers_tags: CachePadded<SideTags>,
     state: SpinLock<State<T>>,
     /// Buffer places; `usize::MAX` for an unbounded channel.
     cap: usize,
@@ -295,10 +370,20 @@ impl<T> Chan<T> {
     /// A channel with `cap` buffer places (`None`: unbounded), the buffer allocated up front.
     pub(crate) fn new(cap: Option<usize>) -> Result<Chan<T>, std::collections::TryReserveError> {
         let mut buf = VecDeque::new();
-        if let Some(c) = cap {
-            buf.try_reserve_exact(c)?;
+        let mut ring = None;
+        match cap {
+            Some(c) if c > 0 && c <= ring::MAX_CAP => ring = Some(Ring::new(c)?),
+            Some(c) => buf.try_reserve_exact(c)?,
+            None => {}
         }
         Ok(Chan {
+            ring,
+            waiting: CachePadded::new(Waiting {
+                receivers: crate::sync::AtomicUsize::new(0),
+                senders: crate::sync::AtomicUsize::new(0),
+            }),
+            senders_tags: SideTags::new(),
+            receivers_tags: SideTags::new(),
             state: SpinLock::new(State {
                 buf,
                 receivers: VecDeque::new(),
@@ -331,10 +416,16 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn len(&self) -> usize {
+        if let Some(ring) = &self.ring {
+            return ring.len();
+        }
         self.state.lock().buf.len()
     }
 
     pub(crate) fn send(&self, msg: T, block: Block) -> Result<(), SendFail<T>> {
+        if let Some(ring) = &self.ring {
+            return self.ring_send(ring, msg, block);
+        }
         let me = current_tag();
         let mut spun = false;
         let mut st = self.state.lock();
@@ -423,6 +514,9 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn recv(&self, block: Block) -> Result<T, RecvFail> {
+        if let Some(ring) = &self.ring {
+            return self.ring_recv(ring, block);
+        }
         let me = current_tag();
         let mut spun = false;
         loop {
@@ -542,6 +636,13 @@ impl<T> Chan<T> {
     /// wait. The message follows with [`send_claimed`](Self::send_claimed), or the claim is
     /// given up with [`SendClaim::release`].
     pub(crate) fn claim_send(&self) -> Option<SendClaim> {
+        if let Some(ring) = &self.ring {
+            return match ring.reserve() {
+                Reserve::Disconnected => Some(SendClaim::Disconnected),
+                Reserve::Full => None,
+                Reserve::Reserved => Some(self.place_claim()),
+            };
+        }
         let mut st = self.state.lock();
         if st.no_receivers {
             return Some(SendClaim::Disconnected);
@@ -558,16 +659,21 @@ impl<T> Chan<T> {
         }
         if st.buf.len() + st.reserved < self.cap {
             st.reserved += 1;
-            unsafe fn release<T>(chan: *const ()) {
-                // SAFETY: see `SendClaim::release`.
-                unsafe { &*chan.cast::<Chan<T>>() }.release_place();
-            }
-            return Some(SendClaim::Place {
-                chan: (self as *const Chan<T>).cast(),
-                release: release::<T>,
-            });
+            return Some(self.place_claim());
         }
         None
+    }
+
+    /// The claim of a place this channel reserved.
+    fn place_claim(&self) -> SendClaim {
+        unsafe fn release<T>(chan: *const ()) {
+            // SAFETY: see `SendClaim::release`.
+            unsafe { &*chan.cast::<Chan<T>>() }.release_place();
+        }
+        SendClaim::Place {
+            chan: (self as *const Chan<T>).cast(),
+            release: release::<T>,
+        }
     }
 
     /// Completes a claimed send with `msg`; gives `msg` back when every receiver is gone.
@@ -575,6 +681,11 @@ impl<T> Chan<T> {
         match claim {
             SendClaim::Disconnected => Err(msg),
             SendClaim::Place { .. } => {
+                if let Some(ring) = &self.ring {
+                    ring.push_reserved(msg)?;
+                    self.wake_receivers();
+                    return Ok(());
+                }
                 let mut st = self.state.lock();
                 st.reserved -= 1;
                 if st.no_receivers {
@@ -620,6 +731,11 @@ impl<T> Chan<T> {
 
     /// Gives a reserved place back.
     fn release_place(&self) {
+        if let Some(ring) = &self.ring {
+            ring.unreserve();
+            self.wake_senders();
+            return;
+        }
         let mut st = self.state.lock();
         st.reserved -= 1;
         let woken = st.place_freed(self.cap);
@@ -631,17 +747,26 @@ impl<T> Chan<T> {
     /// Whether a receive would not wait now (a message, a waiting sender, a blocked select
     /// offering a send on a zero-capacity channel, or disconnected).
     pub(crate) fn recv_ready(&self) -> bool {
+        if let Some(ring) = &self.ring {
+            return ring.recv_ready();
+        }
         self.state.lock().recv_ready(self.cap, std::ptr::null())
     }
 
     /// Whether a send would not wait now (a free place, a waiting receiver, a blocked select
     /// offering a receive on a zero-capacity channel, or disconnected).
     pub(crate) fn send_ready(&self) -> bool {
+        if let Some(ring) = &self.ring {
+            return ring.send_ready();
+        }
         self.state.lock().send_ready(self.cap, std::ptr::null())
     }
 
     /// Links a select's watch of a receive, unless one is possible now (`true`: not linked).
     pub(crate) fn watch_recv(&self, w: &Watch) -> bool {
+        if let Some(ring) = &self.ring {
+            return self.ring_watch(w, false, || ring.recv_ready());
+        }
         let mut st = self.state.lock();
         if st.recv_ready(self.cap, w.token()) {
             return true;
@@ -661,6 +786,9 @@ impl<T> Chan<T> {
 
     /// Links a select's watch of a send, unless one is possible now (`true`: not linked).
     pub(crate) fn watch_send(&self, w: &Watch) -> bool {
+        if let Some(ring) = &self.ring {
+            return self.ring_watch(w, true, || ring.send_ready());
+        }
         let mut st = self.state.lock();
         if st.send_ready(self.cap, w.token()) {
             return true;
@@ -680,12 +808,28 @@ impl<T> Chan<T> {
     pub(crate) fn unwatch(&self, w: &Watch) {
         let me = NonNull::from(w);
         let mut st = self.state.lock();
+        let (r, s) = (st.recv_watchers.len(), st.send_watchers.len());
         st.recv_watchers.retain(|&p| p != me);
         st.send_watchers.retain(|&p| p != me);
+        let removed = (r - st.recv_watchers.len(), s - st.send_watchers.len());
+        drop(st);
+        self.uncount(removed.0, false);
+        self.uncount(removed.1, true);
     }
 
     /// The last sender is gone: parked receivers (the buffer is empty) learn it.
     pub(crate) fn disconnect_senders(&self) {
+        if let Some(ring) = &self.ring {
+            ring.disconnect();
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            st.no_senders = true;
+            let (wake, removed) = complete_linked(&mut st.receivers, &mut st.recv_watchers);
+            drop(guard);
+            self.uncount(removed, false);
+            wake_all(wake);
+            return;
+        }
         let mut st = self.state.lock();
         st.no_senders = true;
         let wake = complete_all(&mut st.receivers);
@@ -700,6 +844,18 @@ impl<T> Chan<T> {
     /// each at most once: if one's destructor panics, the panic propagates and the messages
     /// after it are leaked (see [`drop_in_order`]).
     pub(crate) fn disconnect_receivers(&self) {
+        if let Some(ring) = &self.ring {
+            ring.disconnect();
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            st.no_receivers = true;
+            let (wake, removed) = complete_linked(&mut st.senders, &mut st.send_watchers);
+            drop(guard);
+            self.uncount(removed, true);
+            wake_all(wake);
+            ring.drop_all();
+            return;
+        }
         let mut st = self.state.lock();
         st.no_receivers = true;
         let wake = complete_all(&mut st.senders);
@@ -710,6 +866,321 @@ impl<T> Chan<T> {
         wake_all(wake);
         wake_all(woken);
         drop_in_order(buffered);
+    }
+}
+
+/// The ring path (see the module doc).
+impl<T> Chan<T> {
+    /// The waiting count of one side.
+    fn waiting(&self, senders: bool) -> &crate::sync::AtomicUsize {
+        if senders {
+            &self.waiting.senders
+        } else {
+            &self.waiting.receivers
+        }
+    }
+
+    /// Takes `n` unlinked nodes or watches off one side's waiting count (after the lock).
+    fn uncount(&self, n: usize, senders: bool) {
+        if n != 0 && self.ring.is_some() {
+            self.waiting(senders).fetch_sub(n, Ordering::SeqCst);
+        }
+    }
+
+    /// A message went into the ring: wakes the first parked receiver and fires the selects
+    /// watching for a receive, if any wait.
+    fn wake_receivers(&self) {
+        self.wake_side(false);
+    }
+
+    /// A place in the ring freed: wakes the first parked sender and fires the selects watching
+    /// for a send, if any wait.
+    fn wake_senders(&self) {
+        self.wake_side(true);
+    }
+
+    fn wake_side(&self, senders: bool) {
+        // The ring's change was a `SeqCst` read-modify-write; the model build needs the fence
+        // (see `model_sc_fence`).
+        model_sc_fence();
+        if self.waiting(senders).load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let (list, watchers) = if senders {
+            (&mut st.senders, &mut st.send_watchers)
+        } else {
+            (&mut st.receivers, &mut st.recv_watchers)
+        };
+        let (first, mut removed) = notify_first(list);
+        removed += watchers.len();
+        let woken = fire(watchers);
+        drop(guard);
+        self.uncount(removed, senders);
+        wake_all(first);
+        wake_all(woken);
+    }
+
+    /// The informed spin of the first waiter of a side (`spin.rs`), until `ready`; `false`
+    /// when this thread may not spin now.
+    fn ring_spin(&self, senders: bool, ready: impl Fn() -> bool) -> bool {
+        let (mine, theirs) = if senders {
+            (&self.senders_tags, &self.receivers_tags)
+        } else {
+            (&self.receivers_tags, &self.senders_tags)
+        };
+        if self.waiting(senders).load(Ordering::Relaxed) != 0
+            || mine.spinning.load(Ordering::Relaxed)
+        {
+            return false;
+        }
+        let peer = ThreadTag::from_bits(theirs.last.load(Ordering::Relaxed));
+        if !spin::may_spin(peer) || mine.spinning.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        spin::spin_for(peer, ready);
+        mine.spinning.store(false, Ordering::Relaxed);
+        true
+    }
+
+    /// Counts, links (at the front for a thread woken before, which keeps its turn) and
+    /// returns the node of a thread about to wait on the ring.
+    fn ring_link<'a>(
+        &'a self,
+        node: &'a Handoff<T>,
+        senders: bool,
+        front: bool,
+    ) -> RingLinked<'a, T> {
+        self.waiting(senders).fetch_add(1, Ordering::SeqCst);
+        let mut st = self.state.lock();
+        let list = if senders {
+            &mut st.senders
+        } else {
+            &mut st.receivers
+        };
+        if front {
+            list.push_front(NonNull::from(node));
+        } else {
+            list.push_back(NonNull::from(node));
+        }
+        drop(st);
+        // The waiter's half of the store-load pair: its next look at the ring follows.
+        model_sc_fence();
+        RingLinked {
+            chan: self,
+            node,
+            senders,
+        }
+    }
+
+    fn ring_send(&self, ring: &Ring<T>, mut msg: T, block: Block) -> Result<(), SendFail<T>> {
+        self.senders_tags.note();
+        let (mut front, mut spun) = (false, false);
+        loop {
+            match ring.push(msg) {
+                Ok(()) => {
+                    self.wake_receivers();
+                    return Ok(());
+                }
+                Err(PushFail::Disconnected(m)) => return Err(SendFail::Disconnected(m)),
+                Err(PushFail::Full(m)) => msg = m,
+            }
+            match block {
+                Block::Never => return Err(SendFail::Full(msg)),
+                Block::Until(d) if Instant::now() >= d => return Err(SendFail::Timeout(msg)),
+                _ => {}
+            }
+            if !spun && self.ring_spin(true, || ring.send_ready()) {
+                spun = true;
+                continue;
+            }
+            let node = Handoff::new(None);
+            let linked = self.ring_link(&node, true, front);
+            match ring.push(msg) {
+                Ok(()) => {
+                    if linked.leave() == Some(NOTIFIED) && ring.send_ready() {
+                        // Notified of a place it did not need: the next sender may use one.
+                        self.wake_senders();
+                    }
+                    self.wake_receivers();
+                    return Ok(());
+                }
+                Err(PushFail::Disconnected(m)) => return Err(SendFail::Disconnected(m)),
+                Err(PushFail::Full(m)) => msg = m,
+            }
+            match linked.wait(block) {
+                NOTIFIED => {
+                    linked.completed();
+                    front = true;
+                }
+                DISCONNECTED => return Err(SendFail::Disconnected(msg)),
+                _ => {
+                    // The deadline passed.
+                    return match linked.leave() {
+                        None => Err(SendFail::Timeout(msg)),
+                        Some(DISCONNECTED) => Err(SendFail::Disconnected(msg)),
+                        // Notified just before the deadline: the place is taken at once or the
+                        // send times out (no other sender needs the notification then).
+                        Some(_) => match ring.push(msg) {
+                            Ok(()) => {
+                                self.wake_receivers();
+                                Ok(())
+                            }
+                            Err(PushFail::Disconnected(m)) => Err(SendFail::Disconnected(m)),
+                            Err(PushFail::Full(m)) => Err(SendFail::Timeout(m)),
+                        },
+                    };
+                }
+            }
+        }
+    }
+
+    fn ring_recv(&self, ring: &Ring<T>, block: Block) -> Result<T, RecvFail> {
+        self.receivers_tags.note();
+        let (mut front, mut spun) = (false, false);
+        loop {
+            match ring.pop() {
+                Ok(m) => {
+                    self.wake_senders();
+                    return Ok(m);
+                }
+                Err(PopFail::Disconnected) => return Err(RecvFail::Disconnected),
+                Err(PopFail::Empty) => {}
+            }
+            match block {
+                Block::Never => return Err(RecvFail::Empty),
+                Block::Until(d) if Instant::now() >= d => return Err(RecvFail::Timeout),
+                _ => {}
+            }
+            if !spun && self.ring_spin(false, || ring.recv_ready()) {
+                spun = true;
+                continue;
+            }
+            let node = Handoff::new(None);
+            let linked = self.ring_link(&node, false, front);
+            match ring.pop() {
+                Ok(m) => {
+                    if linked.leave() == Some(NOTIFIED) && ring.recv_ready() {
+                        // Notified of a message it did not need: the next receiver may take one.
+                        self.wake_receivers();
+                    }
+                    self.wake_senders();
+                    return Ok(m);
+                }
+                Err(PopFail::Disconnected) => return Err(RecvFail::Disconnected),
+                Err(PopFail::Empty) => {}
+            }
+            match linked.wait(block) {
+                // Disconnected: the messages sent before are still delivered, then the ring
+                // says so.
+                NOTIFIED | DISCONNECTED => {
+                    linked.completed();
+                    front = true;
+                }
+                _ => {
+                    // The deadline passed.
+                    if linked.leave().is_none() {
+                        return Err(RecvFail::Timeout);
+                    }
+                    // Notified (or disconnected) just before the deadline: one more try.
+                    return match ring.pop() {
+                        Ok(m) => {
+                            self.wake_senders();
+                            Ok(m)
+                        }
+                        Err(PopFail::Disconnected) => Err(RecvFail::Disconnected),
+                        Err(PopFail::Empty) => Err(RecvFail::Timeout),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Links a select's watch of a receive (`send`: of a send) on a ring channel, unless the
+    /// operation is possible (`true`: not linked). Linked and counted first, then `ready` is
+    /// asked, as a parking thread does (see the module doc).
+    fn ring_watch(&self, w: &Watch, send: bool, ready: impl Fn() -> bool) -> bool {
+        self.waiting(send).fetch_add(1, Ordering::SeqCst);
+        {
+            let mut st = self.state.lock();
+            if send {
+                st.send_watchers.push(NonNull::from(w));
+            } else {
+                st.recv_watchers.push(NonNull::from(w));
+            }
+        }
+        model_sc_fence();
+        if ready() {
+            // Unlinked again (a channel may have fired it meanwhile: then the select's token
+            // is set and it retries anyway).
+            self.unwatch(w);
+            return true;
+        }
+        false
+    }
+}
+
+/// A node linked into a ring channel's list; unlinks it if dropped before it was completed (a
+/// panic in a park), so that no list points into a dead stack frame.
+struct RingLinked<'a, T> {
+    chan: &'a Chan<T>,
+    node: &'a Handoff<T>,
+    senders: bool,
+}
+
+impl<T> RingLinked<'_, T> {
+    /// Parks until completed or the deadline; the outcome, `WAITING` at the deadline.
+    fn wait(&self, block: Block) -> usize {
+        let what = crate::hook::WaitOn::Channel {
+            addr: self.chan as *const Chan<T> as usize,
+            send: self.senders,
+        };
+        self.node.park(block.deadline(), what)
+    }
+
+    /// Gives the node up: `None` when this thread cancelled it (and unlinked it), else the
+    /// outcome a completer set first (the completer unlinked it).
+    fn leave(self) -> Option<usize> {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.cancel()
+    }
+
+    /// Drops the node's link after a completer set its outcome (and unlinked it): the owner
+    /// acts on the outcome itself.
+    fn completed(self) {
+        debug_assert_ne!(self.node.outcome(), WAITING);
+        std::mem::forget(self);
+    }
+
+    fn cancel(&self) -> Option<usize> {
+        if !self.node.try_cancel() {
+            return Some(self.node.outcome());
+        }
+        let mut st = self.chan.state.lock();
+        let list = if self.senders {
+            &mut st.senders
+        } else {
+            &mut st.receivers
+        };
+        let me = NonNull::from(self.node);
+        // A completer that lost the race to our cancel may have unlinked it already.
+        let found = list.iter().position(|&p| p == me).map(|i| list.remove(i));
+        drop(st);
+        if found.is_some() {
+            self.chan.uncount(1, self.senders);
+        }
+        None
+    }
+}
+
+impl<T> Drop for RingLinked<'_, T> {
+    fn drop(&mut self) {
+        if self.cancel() == Some(NOTIFIED) {
+            // Left early (a disconnection, or a panic out of the park) holding a notification:
+            // the next waiter of this side gets it.
+            self.chan.wake_side(self.senders);
+        }
     }
 }
 
@@ -740,6 +1211,38 @@ fn complete_all<T>(list: &mut Waiters<T>) -> Vec<Unparker> {
         // SAFETY: linked nodes are alive under the lock.
         .map(|n| unsafe { n.as_ref() }.complete(DISCONNECTED))
         .collect()
+}
+
+/// Completes every node of `list` as disconnected (those not cancelled by their owners) and
+/// fires every watch of `watchers`, unlinking all; returns the unparkers and how many were
+/// unlinked (for the side's waiting count).
+fn complete_linked<T>(
+    list: &mut Waiters<T>,
+    watchers: &mut Vec<NonNull<Watch>>,
+) -> (Vec<Unparker>, usize) {
+    let removed = list.len() + watchers.len();
+    let mut wake: Vec<Unparker> = list
+        .drain(..)
+        // SAFETY: linked nodes are alive under the lock.
+        .filter_map(|n| unsafe { n.as_ref() }.try_complete(DISCONNECTED))
+        .collect();
+    wake.extend(fire(watchers));
+    (wake, removed)
+}
+
+/// Completes the first node of `list` whose owner has not cancelled it as `NOTIFIED`,
+/// unlinking it and the cancelled ones before it; returns its unparker and how many nodes were
+/// unlinked.
+fn notify_first<T>(list: &mut Waiters<T>) -> (Option<Unparker>, usize) {
+    let mut removed = 0;
+    while let Some(n) = list.pop_front() {
+        removed += 1;
+        // SAFETY: a linked node is alive under the lock.
+        if let Some(u) = unsafe { n.as_ref() }.try_complete(NOTIFIED) {
+            return (Some(u), removed);
+        }
+    }
+    (None, removed)
 }
 
 impl<T> Drop for Chan<T> {

@@ -10,8 +10,11 @@
 //! [`Sender`] and [`Receiver`] are both `Clone`. When every sender is gone, receivers still get
 //! the buffered messages, then [`RecvError`]; when every receiver is gone, a send returns its
 //! message in [`SendError`] and the buffered messages are dropped. Messages are delivered in the
-//! order they were sent (per sender, and in buffer order overall); a waiting receiver is handed a
-//! message directly, so it never competes again after its wake-up.
+//! order they were sent (per sender, and in buffer order overall). A bounded channel with places
+//! keeps its messages in a lock-free ring: a send or receive that need not wait takes no lock,
+//! and a woken waiter tries the ring again at the head of its side's queue. Zero-capacity and
+//! unbounded channels take a short lock for every operation, and there a waiting receiver is
+//! handed its message directly.
 //!
 //! The buffered messages are dropped in order when the last receiver goes. If a message's
 //! destructor panics, the panic comes out of that `Receiver`'s drop and the messages after it
@@ -62,6 +65,7 @@
 
 mod chan;
 mod error;
+mod ring;
 mod select;
 mod select_macro;
 mod spin;

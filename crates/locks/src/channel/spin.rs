@@ -17,9 +17,9 @@
 //!
 //! Only the first waiter of a side spins (no node of its side linked, no other spinner): the
 //! others would wait behind it anyway, and a crowd of spinners would take the channel's cache
-//! line from the thread they wait for. The spin only reads the channel's published length; the
-//! operation is then tried again from the start under the channel's lock, so the blocking path
-//! and its hand-offs are the same with or without the spin.
+//! line from the thread they wait for. The spin only reads the channel's occupancy (a ring's
+//! counters, or the length the locked path publishes); the operation is then tried again from
+//! the start, so the blocking path and its hand-offs are the same with or without the spin.
 
 use crate::hook::{current_hook, ThreadTag};
 use crate::stats;
