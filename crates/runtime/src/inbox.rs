@@ -60,12 +60,13 @@ impl Inbox {
     /// instead of waiting for it (the owner, a waker or another thief is there; the thief looks
     /// elsewhere and comes back on its next round).
     ///
-    /// Why not wait: on 16 workers of a 16-core Xeon, a barrier of 64 green ranks whose last
-    /// arrival handed 63 woken ranks to their workers' inboxes met 15 searching workers
-    /// polling the same inboxes with a blocking lock; the locks turned contended, every
-    /// hand-over became a futex wake-up, and the waker sat in `Inbox::push` for hundreds of
-    /// milliseconds per phase (100 sweeps of the stencil took 12.9 s instead of 25 ms; sampled:
-    /// every worker in the mutex's contended path).
+    /// Why not wait: a thief that blocks on another worker's lock puts its OS thread to sleep
+    /// behind the owner and the wakers of that inbox, and makes every later hand-over of the
+    /// lock a futex wake-up. Sampled on 16 workers of a 16-core Xeon (a barrier of 64 green
+    /// ranks whose last arrival hands 63 woken ranks to their workers' inboxes): the waker in
+    /// `Inbox::push` while the searching workers sat in the mutex's contended path. (That
+    /// stencil still stalls for tens to hundreds of milliseconds per phase with this change;
+    /// its cause is not found.)
     ///
     /// No wake-up is lost by passing (`sleep.rs`): a job in a non-bound inbox was put there by
     /// a waker that then woke the inbox's owner if it slept (`notify_worker`) or, for a spill,
