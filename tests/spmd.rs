@@ -122,6 +122,39 @@ fn barrier_phases_never_overlap() {
 }
 
 #[test]
+fn a_barrier_release_wakes_only_the_phase_it_ends() {
+    // Many ranks per worker and almost no work per phase: ranks released from one phase park
+    // for the next while the release is still waking. Each rank that is not its phase's last
+    // arrival parks at most once per phase, so the runtime counts at most (ranks - 1) parks a
+    // phase, besides the scope's own waits. A release that also woke the next phase's waiters
+    // (which then parked again) counted hundreds more.
+    let phases = 200u64;
+    for workers in [2, 5, 8] {
+        let ranks = 8 * workers as u64;
+        let rt = runtime(workers);
+        let barrier = Barrier::new(ranks as usize);
+        let before: u64 = rt.stats().workers.iter().map(|w| w.parks).sum();
+        rt.block_on(|| {
+            footprint::scope(|s| {
+                for _ in 0..ranks {
+                    s.spawn(|| {
+                        for _ in 0..phases {
+                            barrier.wait();
+                        }
+                    });
+                }
+            })
+        });
+        let parks = rt.stats().workers.iter().map(|w| w.parks).sum::<u64>() - before;
+        let bound = (ranks - 1) * phases + ranks;
+        assert!(
+            parks <= bound,
+            "{parks} parks for {ranks} ranks x {phases} phases on {workers} workers (at most {bound})"
+        );
+    }
+}
+
+#[test]
 fn mutex_counter_is_exact_when_holders_yield_inside_the_critical_section() {
     // Holders yield while holding the lock, so waiters on the same worker find it taken and must
     // not spin the worker away from the holder.

@@ -310,6 +310,36 @@ fn dissemination_block_three() {
     );
 }
 
+/// The central barrier parks each phase's waiters under the phase's parity: three threads, two
+/// phases, one preemption, so that a thread released from the first phase parks for the second
+/// while the first's release may still be waking (neither phase's waiter may be missed).
+#[test]
+fn central_block_three_two_phases() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    model_one_preemption(|| {
+        let b = Arc::new(CentralBarrier::<ImmediateBlock>::new(3));
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let pass = {
+            let (b, arrived) = (b.clone(), arrived.clone());
+            move || {
+                let mut leaders = 0;
+                for p in 0..2 {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    leaders += usize::from(b.wait().is_leader());
+                    assert!(arrived.load(Ordering::SeqCst) >= (p + 1) * 3);
+                }
+                leaders
+            }
+        };
+        let hs: Vec<_> = (0..2).map(|_| thread::spawn(pass.clone())).collect();
+        let mut leaders = pass();
+        for h in hs {
+            leaders += h.join().unwrap();
+        }
+        assert_eq!(leaders, 2);
+    });
+}
+
 /// A notification after the waiter released the lock is never lost.
 #[test]
 fn condvar_no_lost_wakeup() {

@@ -65,8 +65,8 @@ impl Inbox {
     /// lock a futex wake-up. Sampled on 16 workers of a 16-core Xeon (a barrier of 64 green
     /// ranks whose last arrival hands 63 woken ranks to their workers' inboxes): the waker in
     /// `Inbox::push` while the searching workers sat in the mutex's contended path. (That
-    /// stencil still stalls for tens to hundreds of milliseconds per phase with this change;
-    /// its cause is not found.)
+    /// stencil still stalled with this change: its release also woke the next phase's
+    /// waiters, again and again, see `CentralBarrier::wait`.)
     ///
     /// No wake-up is lost by passing (`sleep.rs`): a job in a non-bound inbox was put there by
     /// a waker that then woke the inbox's owner if it slept (`notify_worker`) or, for a spill,

@@ -39,12 +39,22 @@ impl<W: WaitPolicy> CentralBarrier<W> {
         let c = &self.core;
         let a = c.arrive::<W>(KIND);
         let leader = a.index == c.n - 1;
+        // Waiters park under their phase's parity, and the release wakes only that phase's:
+        // a released thread that finishes its next phase's work quickly parks again for the
+        // next phase while the release is still popping the queue (it pops in batches and goes
+        // on while a batch is full). Under one key it popped those again, and they parked
+        // again, for as long as they kept coming: with 64 green ranks on 16 workers of a
+        // 16-core Xeon the last arrival sat in its release for hundreds of milliseconds per
+        // phase, while the next phase could not complete without it. The next phase's
+        // arrivals are the only others that can be parked here (the phase after it cannot
+        // begin before this release returns: its leader is among them).
+        let key = a.phase & 1;
         if leader {
             c.complete(&a);
-            c.queue.notify_all_home();
+            c.queue.notify_key_home(key);
         } else {
             let target = a.phase + 1;
-            c.wait_for::<W>(&a, 0, KIND, &mut || {
+            c.wait_for::<W>(&a, key, KIND, &mut || {
                 c.released.load(Ordering::Acquire) >= target
             });
         }

@@ -402,27 +402,18 @@ impl WaitQueue {
         }
     }
 
-    /// Wakes every thread parked under `key`, each to run on its last worker, not on the
-    /// waker's: see [`notify_all_home`](Self::notify_all_home).
-    #[inline]
-    pub(crate) fn notify_key_home(&self, key: usize) {
-        if self.has_waiters() {
-            self.notify_placed(usize::MAX, &|k| k == key, Placement::LastWorker);
-        }
-    }
-
-    /// Wakes every parked thread, each to run on its last worker (whose cache holds its data;
-    /// [`Placement::LastWorker`], which wakes that worker where it sleeps), not on the waker's
-    /// worker: a barrier's waiters have no critical section's data to share with the thread
-    /// that released them, and lock-hot placement would stack all of them on one worker, from
-    /// which the others must steal them back one by one (and lose their caches). Not
+    /// Wakes every thread parked under `key`, each to run on its last worker (whose cache holds
+    /// its data; [`Placement::LastWorker`], which wakes that worker where it sleeps), not on the
+    /// waker's worker: a barrier's waiters have no critical section's data to share with the
+    /// thread that released them, and lock-hot placement would stack all of them on one worker,
+    /// from which the others must steal them back one by one (and lose their caches). Not
     /// `Anywhere` either: the waker goes on running, and a runtime may queue a thread whose
     /// worker sleeps behind the waker (two ranks of a stencil on two workers then ran one
     /// after the other on one worker, sweep after sweep, while the other slept).
     #[inline]
-    pub(crate) fn notify_all_home(&self) {
+    pub(crate) fn notify_key_home(&self, key: usize) {
         if self.has_waiters() {
-            self.notify_placed(usize::MAX, &|_| true, Placement::LastWorker);
+            self.notify_placed(usize::MAX, &|k| k == key, Placement::LastWorker);
         }
     }
 
