@@ -56,36 +56,6 @@ impl Inbox {
         self.len.store(q.len(), Ordering::Release);
     }
 
-    /// A thief's pop: like [`pop`](Self::pop), but it passes an inbox whose lock is taken
-    /// instead of waiting for it (the owner, a waker or another thief is there; the thief looks
-    /// elsewhere and comes back on its next round).
-    ///
-    /// Why not wait: a thief that blocks on another worker's lock puts its OS thread to sleep
-    /// behind the owner and the wakers of that inbox, and makes every later hand-over of the
-    /// lock a futex wake-up. Sampled on 16 workers of a 16-core Xeon (a barrier of 64 green
-    /// ranks whose last arrival hands 63 woken ranks to their workers' inboxes): the waker in
-    /// `Inbox::push` while the searching workers sat in the mutex's contended path. (That
-    /// stencil still stalled with this change: its release also woke the next phase's
-    /// waiters, again and again, see `CentralBarrier::wait`.)
-    ///
-    /// No wake-up is lost by passing (`sleep.rs`): a job in a non-bound inbox was put there by
-    /// a waker that then woke the inbox's owner if it slept (`notify_worker`) or, for a spill,
-    /// by the owner itself, awake; whoever holds the lock is awake too. The job waits for one
-    /// of them at worst, as a job on the owner's own ready structure does.
-    pub(crate) fn try_pop(&self) -> Option<Job> {
-        if self.len.load(Ordering::Acquire) == 0 {
-            return None;
-        }
-        let mut q = match self.queue.try_lock() {
-            Ok(q) => q,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        let j = q.pop_front();
-        self.len.store(q.len(), Ordering::Release);
-        j
-    }
-
     pub(crate) fn pop(&self) -> Option<Job> {
         if self.len.load(Ordering::Acquire) == 0 {
             return None;

@@ -108,8 +108,7 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                // Without waiting for its lock (see `Inbox::try_pop`).
-                if let Some(j) = v.inbox().try_pop() {
+                if let Some(j) = v.inbox().pop() {
                     self.count_steal(me, ti);
                     return Some(j);
                 }
