@@ -215,3 +215,67 @@ fn condvar_requeue_on_os_threads() {
         }
     });
 }
+
+/// `notify_all` called without the mutex while the waiters it wakes wait again at once. The
+/// queue is popped in batches, newest first, so a waiter woken by the first batch that waited
+/// again before the call ended was popped (and counted) again by a later batch: one call
+/// reported more waiters than there are threads, and could go on popping for as long as they
+/// kept coming back. Each call must wake and count each waiter at most once; and one call made
+/// with the mutex after the flag is set must end every wait.
+#[test]
+fn condvar_notify_all_wakes_each_waiter_once_per_call() {
+    const WAITERS: usize = 48;
+    /// Wake-ups to deliver in all (each waiter waits again at once after each).
+    const WAKEUPS: usize = 200 * WAITERS;
+    with_watchdog(120, "notify_all with waiters that wait again", || {
+        let rt = runtime(3);
+        let state = Arc::new((
+            footprint::sync::Mutex::new(false),
+            footprint::sync::Condvar::new(),
+        ));
+        let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..WAITERS)
+            .map(|_| {
+                let (s, started) = (state.clone(), started.clone());
+                rt.spawn(move || {
+                    let (m, cv) = &*s;
+                    let mut stop = m.lock();
+                    started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let mut woken = 0u64;
+                    while !*stop {
+                        cv.wait(&mut stop);
+                        woken += 1;
+                    }
+                    woken
+                })
+            })
+            .collect();
+        // Every waiter has taken the mutex once; once we have taken it too, each of them has
+        // released it in `wait`, queued.
+        while started.load(std::sync::atomic::Ordering::SeqCst) < WAITERS {
+            std::thread::yield_now();
+        }
+        drop(state.0.lock());
+        // The notifier is an OS thread, not a worker: all three workers run the waiters.
+        let (mut most, mut total) = (0, 0);
+        while total < WAKEUPS {
+            let n = state.1.notify_all();
+            most = most.max(n);
+            total += n;
+        }
+        let (m, cv) = &*state;
+        *m.lock() = true;
+        // Every waiter still waiting queued before this lock was taken: one call ends them all.
+        let last = cv.notify_all();
+        let woken: u64 = waiters.into_iter().map(|w| w.join().unwrap()).sum();
+        assert!(
+            most <= WAITERS,
+            "one notify_all reported {most} waiters; there are {WAITERS} threads"
+        );
+        assert_eq!(
+            woken,
+            (total + last) as u64,
+            "the waits that ended and the waiters the calls reported differ"
+        );
+    });
+}

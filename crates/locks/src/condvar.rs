@@ -2,6 +2,7 @@
 
 use crate::hook::{current_hook, PriorityClass};
 use crate::raw::RawLock;
+use crate::sync::{AtomicUsize, Ordering};
 use crate::wait::{ClassScope, Enqueued, HeldToken, Informed, WaitNode, WaitQueue};
 #[cfg(not(loom))]
 use std::time::Duration;
@@ -46,6 +47,12 @@ impl WaitTimeoutResult {
 /// ```
 pub struct Condvar {
     queue: WaitQueue,
+    /// Number of [`notify_all`](Condvar::notify_all) calls that found waiters. A waiter parks
+    /// under the value it read when it queued, and a `notify_all` wakes only the waiters queued
+    /// before its own increment: a waiter it woke that waits again while the call is still
+    /// popping (the queue is popped in batches, newest first) queues under the new value and
+    /// is left parked, so it is neither woken twice nor counted twice, and the call ends.
+    epoch: AtomicUsize,
 }
 
 impl Default for Condvar {
@@ -66,6 +73,7 @@ impl Condvar {
     pub const fn new() -> Condvar {
         Condvar {
             queue: WaitQueue::new(),
+            epoch: AtomicUsize::new(0),
         }
     }
 
@@ -74,13 +82,16 @@ impl Condvar {
     pub fn new() -> Condvar {
         Condvar {
             queue: WaitQueue::new(),
+            epoch: AtomicUsize::new(0),
         }
     }
 
     /// Queues the caller, runs `release` (which releases the mutex, parks through `park` and
     /// re-acquires the mutex), and returns what `release` returns.
     fn queued<U>(&self, release: impl FnOnce(&dyn Fn(Option<Instant>) -> bool) -> U) -> U {
-        let node = WaitNode::new(current_hook(), 0);
+        // Read before queueing, with the mutex held: a `notify_all` that takes the mutex after
+        // we release it increments later, so it wakes us (see `epoch`).
+        let node = WaitNode::new(current_hook(), self.epoch.load(Ordering::SeqCst));
         let queued = std::cell::Cell::new(Some(self.queue.enqueue(&node)));
         release(&|deadline| match queued.take() {
             Some(q) => Self::block(q, deadline),
@@ -249,12 +260,21 @@ impl Condvar {
         self.queue.notify_one()
     }
 
-    /// Wakes every waiting thread. Returns how many were waiting.
+    /// Wakes every waiting thread. Returns how many were waiting: a thread woken by this call
+    /// that waits again before the call returns is neither woken again nor counted twice.
     pub fn notify_all(&self) -> usize {
         if self.queue.has_waiters() {
-            self.queue.notify(usize::MAX, &|_| true)
+            let ended = self.epoch.fetch_add(1, Ordering::SeqCst);
+            // Keys are epochs read at queueing time; "at or before `ended`" in wrapping order.
+            self.queue.notify(usize::MAX, &|key| queued_by(key, ended))
         } else {
             0
         }
     }
+}
+
+/// Whether a waiter that queued under epoch `key` queued before the `notify_all` that moved the
+/// epoch on from `ended` (wrapping order: a waiter is never 2^63 calls behind).
+fn queued_by(key: usize, ended: usize) -> bool {
+    (ended.wrapping_sub(key) as isize) >= 0
 }

@@ -398,6 +398,59 @@ fn condvar_notify_all() {
     });
 }
 
+/// A `notify_all` wakes and counts each waiter once, also when a waiter it woke waits again
+/// while the call is still popping (the model build pops one waiter per batch, so that two
+/// waiters are enough to see a second batch): with both waiters queued, the call reports exactly
+/// two. Before, a woken waiter that re-queued at the head was popped again by the next batch
+/// (the call reported three).
+#[test]
+fn condvar_notify_all_counts_each_waiter_once() {
+    model(|| {
+        let lock = Arc::new(RawTtasLock::<ImmediateBlock>::new());
+        let cv = Arc::new(Condvar::new());
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, c, w, s) = (lock.clone(), cv.clone(), waiting.clone(), stop.clone());
+                thread::spawn(move || {
+                    let mut t = l.lock();
+                    w.fetch_add(1, Ordering::Relaxed);
+                    while s.load(Ordering::Relaxed) == 0 {
+                        // SAFETY: held through `t`.
+                        t = unsafe { c.wait_raw(&*l, t) };
+                    }
+                    // SAFETY: held through `t`.
+                    unsafe { l.unlock(t) };
+                })
+            })
+            .collect();
+        // Both counted themselves under the lock; once we have held it, both are queued.
+        let mut t = lock.lock();
+        while waiting.load(Ordering::Relaxed) < 2 {
+            // SAFETY: held through `t`.
+            unsafe { lock.unlock(t) };
+            thread::yield_now();
+            t = lock.lock();
+        }
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        assert_eq!(
+            cv.notify_all(),
+            2,
+            "each queued waiter woken and counted once"
+        );
+        let t = lock.lock();
+        stop.store(1, Ordering::Relaxed);
+        // SAFETY: held through `t`.
+        unsafe { lock.unlock(t) };
+        cv.notify_all();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
+
 /// A regression case: the window between a condvar waiter's release of the mutex and its park.
 /// The notifier takes the mutex, sees whether the waiter is already waiting (it marks itself
 /// under the mutex before `wait`), sets the flag, releases, and notifies: when the waiter was

@@ -23,6 +23,10 @@ const NOTIFIED: usize = 1;
 /// Unlinked by its owner (timeout, condition already false) without a notification.
 const CANCELLED: usize = 2;
 
+/// Threads a notification pops per hold of the list's guard (it unparks them after releasing
+/// it). One under loom, so that models with two waiters reach a second batch.
+const NOTIFY_BATCH: usize = if cfg!(loom) { 1 } else { 8 };
+
 /// One parked thread; lives on its stack for as long as it is linked.
 pub(crate) struct WaitNode {
     key: usize,
@@ -330,7 +334,7 @@ impl WaitQueue {
         let mut woken = 0;
         while woken < max {
             // Pop a batch under the guard, unpark outside it.
-            let mut batch: [Option<Unparker>; 8] = Default::default();
+            let mut batch: [Option<Unparker>; NOTIFY_BATCH] = Default::default();
             let mut n = 0;
             self.lock_list();
             let mut link: &AtomicPtr<WaitNode> = &self.head;
