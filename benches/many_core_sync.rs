@@ -25,13 +25,15 @@
 //!
 //! `FOOTPRINT_MANY_CORE_PROBE=<runs>` skips criterion and prints, per workload, the median of
 //! `<runs>` alternating runs of each variant (one line each: name, median and minimum ms, each
-//! as a ratio to the first variant, the peer), a quick look for before/after comparisons.
+//! as a ratio to the first variant, the peer), a quick look for before/after comparisons, and
+//! per green variant what the runtime did per run (contended lock acquisitions, blocking
+//! barrier waits, parks, runs, steals, worker sleeps, inbox wake-ups).
 //! `FOOTPRINT_MANY_CORE_ONLY=<part of a group name>` picks the workloads.
 //! `FOOTPRINT_MANY_CORE_SIZES=issue` runs the sizes the many-core comparison was first measured
 //! at on 16 cores (a 1026² stencil for 200 sweeps, 200,000 pipeline messages, a 13-city tour)
 //! instead of the quick ones above.
 
-use footprint_workloads::many_core as bodies;
+use footprint_workloads::many_core::{self as bodies, RuntimeCounts};
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -209,9 +211,12 @@ fn probe(runs: usize, only: Option<&str>) {
             continue;
         }
         let mut times = vec![Vec::new(); variants.len()];
+        let mut counts = vec![RuntimeCounts::default(); variants.len()];
         for _ in 0..runs {
             for (i, (_, run)) in variants.iter().enumerate() {
+                let before = RuntimeCounts::of(&rt);
                 times[i].push(run());
+                counts[i] = counts[i].plus(&RuntimeCounts::of(&rt).since(&before));
             }
         }
         for t in times.iter_mut() {
@@ -227,6 +232,27 @@ fn probe(runs: usize, only: Option<&str>) {
                 variants[0].0,
                 lo.as_secs_f64() * 1e3,
                 lo.as_secs_f64() / mins[0].as_secs_f64(),
+            );
+        }
+        // What the runtime did per run (the green variants): where a row falls behind, whether
+        // its threads parked, its workers slept and were woken, or threads moved between them.
+        for ((name, _), c) in variants.iter().zip(&counts) {
+            if !name.starts_with("footprint") {
+                continue;
+            }
+            let per = |n: u64| n as f64 / runs as f64;
+            println!(
+                "  {group}/{name} per run: contended acquisitions {:.0}, barrier waits {:.0}, \
+                 parks {:.0}, runs {:.0}, steals {:.0}, sleeps {:.0} ({:.0} ran out), \
+                 inbox wake-ups {:.0}",
+                per(c.contended),
+                per(c.barrier_waits),
+                per(c.parks),
+                per(c.runs),
+                per(c.steals),
+                per(c.sleeps),
+                per(c.expired_sleeps),
+                per(c.inbox_wakeups),
             );
         }
     }

@@ -23,35 +23,10 @@
 //! offsets into this executable, for `addr2line -f -i -C -e <this binary> <offset>` on the build
 //! machine.
 
-use footprint_workloads::many_core as bodies;
+use footprint_workloads::many_core::{self as bodies, RuntimeCounts};
 use footprint_workloads::micro::process_cpu;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// Sums of the workers' counters.
-#[derive(Clone, Copy, Default, Debug)]
-struct Counts {
-    runs: u64,
-    parks: u64,
-    steals: u64,
-    sleeps: u64,
-    expired_sleeps: u64,
-    inbox_wakeups: u64,
-}
-
-fn counts(rt: &footprint::Runtime) -> Counts {
-    let st = rt.stats();
-    let mut c = Counts::default();
-    for w in &st.workers {
-        c.runs += w.runs;
-        c.parks += w.parks;
-        c.steals += w.steals_by_tier.iter().sum::<u64>();
-        c.sleeps += w.sleeps;
-        c.inbox_wakeups += w.inbox_wakeups;
-        c.expired_sleeps += w.expired_sleeps;
-    }
-    c
-}
 
 const STENCIL_SIDE: usize = 258;
 
@@ -103,7 +78,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis);
     for _ in 0..runs {
-        let before = counts(&rt);
+        let before = RuntimeCounts::of(&rt);
         let cpu = process_cpu();
         let t = Instant::now();
         let (done, finished) = mpsc::channel::<()>();
@@ -130,7 +105,7 @@ fn main() {
         });
         let wall = t.elapsed();
         let cpu = process_cpu() - cpu;
-        let after = counts(&rt);
+        let after = RuntimeCounts::of(&rt);
         let per = |a: u64, b: u64| (a - b) as f64 / units as f64;
         println!(
             "{}: wall {:.2} ms, cpu {:.2} ms; per unit: runs {:.3}, parks {:.3}, steals {:.3}, \

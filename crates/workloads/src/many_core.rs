@@ -569,3 +569,73 @@ pub fn pipeline_crossbeam(producers: usize, squarers: usize, messages: u64) -> D
     assert_eq!(sum, pipeline_expected(messages), "pipeline sum");
     t
 }
+
+// ---------------------------------------------------------------------------------------------
+// What the runtime did meanwhile.
+
+/// Sums of a runtime's per-worker counters, plus the process's contended lock acquisitions and
+/// blocking barrier waits: what one run cost besides its time (for `pipeline_probe` and the
+/// bench's probe mode).
+#[derive(Clone, Copy, Default, Debug)]
+pub struct RuntimeCounts {
+    pub runs: u64,
+    pub parks: u64,
+    pub steals: u64,
+    pub sleeps: u64,
+    pub expired_sleeps: u64,
+    pub inbox_wakeups: u64,
+    /// Lock acquisitions that had to wait, in the whole process.
+    pub contended: u64,
+    /// Barrier waits that spun or blocked, in the whole process.
+    pub barrier_waits: u64,
+}
+
+impl RuntimeCounts {
+    /// The counts now.
+    pub fn of(rt: &footprint::Runtime) -> RuntimeCounts {
+        let st = rt.stats();
+        let locks = footprint::sync::stats::process_totals();
+        let mut c = RuntimeCounts {
+            contended: locks.contended,
+            barrier_waits: locks.barrier_waits,
+            ..RuntimeCounts::default()
+        };
+        for w in &st.workers {
+            c.runs += w.runs;
+            c.parks += w.parks;
+            c.steals += w.steals_by_tier.iter().sum::<u64>();
+            c.sleeps += w.sleeps;
+            c.inbox_wakeups += w.inbox_wakeups;
+            c.expired_sleeps += w.expired_sleeps;
+        }
+        c
+    }
+
+    /// What happened between `before` and `self`.
+    pub fn since(&self, before: &RuntimeCounts) -> RuntimeCounts {
+        RuntimeCounts {
+            runs: self.runs - before.runs,
+            parks: self.parks - before.parks,
+            steals: self.steals - before.steals,
+            sleeps: self.sleeps - before.sleeps,
+            expired_sleeps: self.expired_sleeps - before.expired_sleeps,
+            inbox_wakeups: self.inbox_wakeups - before.inbox_wakeups,
+            contended: self.contended - before.contended,
+            barrier_waits: self.barrier_waits - before.barrier_waits,
+        }
+    }
+
+    /// The counts summed with `other`'s.
+    pub fn plus(&self, other: &RuntimeCounts) -> RuntimeCounts {
+        RuntimeCounts {
+            runs: self.runs + other.runs,
+            parks: self.parks + other.parks,
+            steals: self.steals + other.steals,
+            sleeps: self.sleeps + other.sleeps,
+            expired_sleeps: self.expired_sleeps + other.expired_sleeps,
+            inbox_wakeups: self.inbox_wakeups + other.inbox_wakeups,
+            contended: self.contended + other.contended,
+            barrier_waits: self.barrier_waits + other.barrier_waits,
+        }
+    }
+}
