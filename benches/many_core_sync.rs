@@ -6,11 +6,14 @@
 //!   of rows per rank, a barrier per sweep; 1 and 4 ranks per worker. footprint: green ranks,
 //!   `footprint::sync::Barrier`; peer: as many OS threads with `std::sync::Barrier`.
 //! - `many_core_mutex/*`: 4 threads per worker × 20,000 × { lock a `Mutex<[u64; 8]>`, bump
-//!   all eight; 40 LCG steps outside }. footprint: green threads, `footprint::sync::Mutex`;
-//!   peers: as many OS threads with `std::sync::Mutex` and `parking_lot::Mutex`.
+//!   all eight; 40 LCG steps outside }. footprint: green threads, `footprint::sync::Mutex`
+//!   (`footprint_poll`: with `GreenLockWait::Poll`, see `footprint::locks::green_wait`), and
+//!   the baselines that park at once (`footprint_block`) or never (`footprint_spin`); peers: as
+//!   many OS threads with `std::sync::Mutex` and `parking_lot::Mutex`.
 //! - `many_core_tsp/*`: branch and bound over a 12-city instance, the bound read at
 //!   every node and offered at every tour, tasks spawned down to depth 4. footprint `scope` with
-//!   the bound in a `footprint::sync::Mutex` (`footprint_mutex`), a `footprint::sync::RwLock`
+//!   the bound in a `footprint::sync::Mutex` (`footprint_mutex`; `footprint_mutex_poll` with
+//!   `GreenLockWait::Poll`), a `footprint::sync::RwLock`
 //!   (`footprint_rwlock`) or an `AtomicU64` (`footprint_atomic`: the optimistic read a one-word
 //!   bound allows); peer: rayon `scope` + `std::sync::Mutex`.
 //! - `many_core_pipeline/*`: 1 producer per worker → `bounded(64)` → 2 squarers per worker →
@@ -33,6 +36,7 @@
 //! at on 16 cores (a 1026² stencil for 200 sweeps, 200,000 pipeline messages, a 13-city tour)
 //! instead of the quick ones above.
 
+use footprint::locks::green_wait::{self, GreenLockWait};
 use footprint_workloads::many_core::{self as bodies, RuntimeCounts};
 
 use std::sync::atomic::AtomicU64;
@@ -91,6 +95,15 @@ fn runtime(workers: usize) -> footprint::Runtime {
         .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
 }
 
+/// Runs `f` with contended green threads polling the default `Mutex` while it changes hands
+/// instead of parking ([`GreenLockWait::Poll`], the rule under comparison on many cores).
+fn with_poll(f: impl FnOnce() -> Duration) -> Duration {
+    let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
+    let t = f();
+    green_wait::set_green_lock_wait(was);
+    t
+}
+
 /// One variant of a workload: its name and one timed run.
 type Variant<'a> = (String, Box<dyn Fn() -> Duration + 'a>);
 
@@ -143,6 +156,14 @@ fn workloads<'a>(
             }),
         ),
         (
+            "footprint_poll".into(),
+            Box::new(move || {
+                with_poll(|| {
+                    bodies::bump_green::<footprint::sync::Mutex<[u64; 8]>>(rt, threads, bump_ops)
+                })
+            }),
+        ),
+        (
             "footprint_block".into(),
             Box::new(move || {
                 bodies::bump_green::<footprint::sync::baseline::BlockTtasMutex<[u64; 8]>>(
@@ -167,6 +188,12 @@ fn workloads<'a>(
         (
             "footprint_mutex".into(),
             Box::new(move || bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected)),
+        ),
+        (
+            "footprint_mutex_poll".into(),
+            Box::new(move || {
+                with_poll(|| bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected))
+            }),
         ),
         (
             "footprint_rwlock".into(),

@@ -22,6 +22,7 @@
 
 use clap::builder::PossibleValuesParser;
 use clap::Parser;
+use footprint::locks::green_wait::{self, GreenLockWait};
 use footprint::sync::baseline::{
     BlockArrayMutex, BlockMcsMutex, BlockTicketMutex, BlockTtasMutex, SpinArrayMutex, SpinMcsMutex,
     SpinTicketMutex, SpinTtasMutex, TtasMutex,
@@ -31,6 +32,10 @@ use footprint::sync::{
     TreeBarrier,
 };
 use footprint::{GreenBuilder, GreenLocal, Runtime};
+
+/// The default `Mutex`, named for the soak's messages when it runs under
+/// `GreenLockWait::Poll`.
+type PollingMutex<T> = Mutex<T>;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -160,8 +165,14 @@ macro_rules! hammer {
 fn op_locks(rng: &mut Rng, rt: &Runtime) {
     let t = rng.range(1, 16);
     let i = rng.range(1, 500);
-    match rng.range(0, 12) {
+    match rng.range(0, 13) {
         0 => hammer!(Mutex, rt, t, i),
+        13 => {
+            // The default Mutex with contended green threads polling while it changes hands.
+            let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
+            hammer!(PollingMutex, rt, t, i);
+            green_wait::set_green_lock_wait(was);
+        }
         1 => hammer!(TtasMutex, rt, t, i),
         2 => hammer!(TicketMutex, rt, t, i),
         3 => hammer!(McsMutex, rt, t, i),

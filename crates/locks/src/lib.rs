@@ -58,6 +58,7 @@
 pub mod barrier;
 pub mod channel;
 mod condvar;
+pub mod green_wait;
 mod handoff;
 pub mod hook;
 mod interface;

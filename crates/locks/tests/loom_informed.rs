@@ -91,7 +91,18 @@ struct Answers {
 }
 
 fn green_model(answers: Answers, f: impl Fn() + Sync + Send + 'static) {
+    green_model_ruled(answers, green_wait::GreenLockWait::Park, f);
+}
+
+/// [`green_model`] with contended green threads waiting on the default lock by `rule`.
+fn green_model_ruled(
+    answers: Answers,
+    rule: green_wait::GreenLockWait,
+    f: impl Fn() + Sync + Send + 'static,
+) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Process-wide: set under `SERIAL`, so that no other model runs meanwhile.
+    let was = green_wait::set_green_lock_wait(rule);
     let relaxed = std::sync::atomic::Ordering::Relaxed;
     HOOK.run.store(
         match answers.run {
@@ -113,6 +124,7 @@ fn green_model(answers: Answers, f: impl Fn() + Sync + Send + 'static) {
         f();
     });
     uninstall_hook();
+    green_wait::set_green_lock_wait(was);
 }
 
 /// Spawns a model thread that runs under the model hook.
@@ -130,7 +142,11 @@ fn spawn_green<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> thr
 /// Two green threads increment under a TTAS lock (informed), each twice, so that a waiter goes
 /// past the quick spin and the lock turns informing (its holders record their class cell).
 fn ttas_green(answers: Answers) {
-    green_model(answers, || {
+    ttas_green_ruled(answers, green_wait::GreenLockWait::Park);
+}
+
+fn ttas_green_ruled(answers: Answers, rule: green_wait::GreenLockWait) {
+    green_model_ruled(answers, rule, || {
         let lock = Arc::new(RawTtasLock::<Informed>::new());
         let value = Arc::new(AtomicUsize::new(0));
         let (l, v) = (lock.clone(), value.clone());
@@ -162,6 +178,23 @@ fn ttas_green_holder_running_elsewhere() {
         queued: false,
         running_elsewhere: 1,
     });
+}
+
+/// Under `GreenLockWait::Poll` a waiter with nothing queued on its worker polls the lock (two
+/// rounds under the model) before the park path: every increment lands and nobody is left
+/// parked, whether it took the lock while polling or polled to the end and parked. (With
+/// threads queued there the yield phase comes first, and under the model the holder always
+/// releases during its yield, so no model reaches the poll that way.)
+#[test]
+fn ttas_green_polling_nothing_queued() {
+    ttas_green_ruled(
+        Answers {
+            run: RunState::RunningElsewhere,
+            queued: false,
+            running_elsewhere: 1,
+        },
+        green_wait::GreenLockWait::Poll,
+    );
 }
 
 /// The holder does not run (queued or parked): the waiter parks without spinning.

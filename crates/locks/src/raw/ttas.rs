@@ -2,13 +2,14 @@
 //! a "wake-up in flight" mark in its word.
 
 use super::{impl_raw_mutex, RawLock};
+use crate::green_wait::{green_lock_wait, GreenLockWait};
 use crate::hook::{current_hook, hook_installed, scheduler_class_cell, PriorityClass};
 use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
-    awaited_in, quick_spin, wait_until_woken, yield_phase, ClassScope, HeldToken, Informed,
-    LockMeta, WaitFor, WaitMode, WaitPolicy,
+    awaited_in, poll_while_changing_hands, quick_spin, wait_until_woken, yield_phase, ClassScope,
+    HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy, MIN_SPIN_BUDGET_NS,
 };
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
@@ -524,6 +525,25 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 if let Some(ns) = yield_phase(|| self.try_acquire(), &self.meta.yielder) {
                     self.meta.times.holder_add_wait(ns);
                     return self.held_after_spin(prepared);
+                }
+                // The rule for many cores under comparison (`green_wait`): poll while the lock
+                // changes hands instead of parking.
+                let hook = current_hook();
+                if green_lock_wait() == GreenLockWait::Poll && hook.is_green() {
+                    let polled = poll_while_changing_hands(
+                        hook,
+                        || self.try_acquire(),
+                        || {
+                            let s = self.state.load(Ordering::Relaxed);
+                            (s & PARKED == 0)
+                                .then(|| (s & LOCKED == 0, self.holder.load(Ordering::Relaxed)))
+                        },
+                        (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS),
+                    );
+                    if let Some(ns) = polled {
+                        self.meta.times.holder_add_wait(ns);
+                        return self.held_after_spin(prepared);
+                    }
                 }
             }
         }

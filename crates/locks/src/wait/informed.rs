@@ -354,7 +354,7 @@ fn informed_wait(
             // spinning a whole one took the CPU from other programs' threads at
             // multiprogramming degrees 2–4 (002's loop: informed at 1.2–1.3× block's time
             // per iteration) for no gain on an idle machine.
-            park = spin_phase(w, hook, green, half_switch.max(1_000), ready);
+            park = spin_phase(w, hook, green, half_switch.max(MIN_SPIN_BUDGET_NS), ready);
             if !park {
                 return;
             }
@@ -370,6 +370,61 @@ fn informed_wait(
         }
         if green && hook.yield_to_higher(w.class) && ready() {
             return;
+        }
+    }
+}
+
+/// The least an informed spin or a polling green waiter waits for a change before it parks.
+pub(crate) const MIN_SPIN_BUDGET_NS: u64 = 1_000;
+
+/// What a polling green waiter sees at one look at its lock: `None` where other waiters have
+/// parked (it parks too: the releases wake them in turn), else whether the lock is free and a
+/// mark that changes when a new hold begins (the holder's tag).
+pub(crate) type PollLook = Option<(bool, u32)>;
+
+/// A green waiter's wait under [`GreenLockWait::Poll`](crate::green_wait::GreenLockWait::Poll),
+/// after its quick spin: polls with backoff (capped at [`SPIN_BACKOFF_SHIFT`], so that a
+/// release is noticed within about half a microsecond), tries whenever the lock looks free,
+/// and yields its worker every [`GREEN_SPIN_YIELD_EVERY`] rounds where threads are queued
+/// there (the holder may be one of them: green threads are not preempted). Returns the
+/// nanoseconds it polled (counted in pauses) when `try_acquire()` succeeded, `None` when the
+/// caller should park: other waiters parked, or for `budget_ns` the lock neither looked free
+/// nor got a new holder (a long hold, or a holder that does not run).
+pub(crate) fn poll_while_changing_hands(
+    hook: &dyn SchedulerHook,
+    mut try_acquire: impl FnMut() -> bool,
+    mut look: impl FnMut() -> PollLook,
+    budget_ns: u64,
+) -> Option<u64> {
+    let pause_ps = stats::pauses_to_ns(1000).max(1);
+    let budget = budget_ns.saturating_mul(1000) / pause_ps;
+    let (_, mut last) = look()?;
+    let (mut spent, mut unchanged) = (0u64, 0u64);
+    let (mut shift, mut rounds) = (0u32, 0u32);
+    loop {
+        for _ in 0..(1u32 << shift) {
+            spin_hint();
+        }
+        spent += 1 << shift;
+        unchanged += 1 << shift;
+        shift = (shift + 1).min(SPIN_BACKOFF_SHIFT);
+        rounds += 1;
+        let (free, mark) = look()?;
+        if free {
+            if try_acquire() {
+                return Some(spent.saturating_mul(pause_ps) / 1000);
+            }
+            // Taken by another thread between the look and the try: the lock changed hands.
+            unchanged = 0;
+        } else if mark != last {
+            last = mark;
+            unchanged = 0;
+        }
+        if unchanged >= budget || cfg!(loom) && rounds >= 2 {
+            return None;
+        }
+        if rounds.is_multiple_of(GREEN_SPIN_YIELD_EVERY) && hook.queued_here() {
+            hook.yield_now();
         }
     }
 }

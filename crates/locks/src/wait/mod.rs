@@ -14,8 +14,8 @@ mod informed;
 mod queue;
 
 pub(crate) use informed::{
-    green_may_spin, quick_spin, wait_until, wait_until_woken, yield_phase, Awaited, WaitFor,
-    MAX_BACKOFF_SHIFT,
+    green_may_spin, poll_while_changing_hands, quick_spin, wait_until, wait_until_woken,
+    yield_phase, Awaited, WaitFor, MAX_BACKOFF_SHIFT, MIN_SPIN_BUDGET_NS,
 };
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
