@@ -5,14 +5,16 @@
 //!   queued there, if no other waiter of the lock does). A release wakes it onto the
 //!   releaser's worker, where the critical section's data is cached (lock-hot placement, 000).
 //!   Measured best on 2 cores, where it gathers a hot lock's threads on one worker.
-//! - [`GreenLockWait::Poll`]: it polls the lock (with backoff, yielding its worker every few
-//!   rounds when threads are queued there) for as long as the lock keeps changing hands, and
-//!   parks only when no hold began or ended for half a park's cost (at least 1 µs), or once
-//!   other waiters park. Nobody parks on a lock that changes hands, so no release wakes
-//!   anyone and no worker goes to sleep for want of runnable threads. Measured on 16 cores, the
-//!   baseline that never parks (`SpinTtasMutex`) took 0.35–0.9× std's time on the hot-lock loop
-//!   where parking took 1.4–5.3×; this rule is that behaviour for the default `Mutex`, with the
-//!   park kept for long holds.
+//! - [`GreenLockWait::Poll`]: from its first failed try it polls the lock (with the always-spin
+//!   policy's backoff, yielding its worker every 16 rounds when threads are queued there) for
+//!   as long as the lock keeps changing hands, whether or not other waiters are parked, and
+//!   parks only when no hold began or ended for half a park's cost (at least 1 µs): a long
+//!   hold, or a holder that does not run. Nobody parks on a lock that changes hands, so no
+//!   release wakes anyone and no worker goes to sleep for want of runnable threads. Measured
+//!   on 16 cores, the baseline that never parks (`SpinTtasMutex`) took 0.35–0.9× std's time
+//!   on the hot-lock loop where parking took 1.4–5.3×; this rule is that behaviour for the
+//!   default `Mutex`, with the park kept for long holds. Not measured on many cores yet:
+//!   `scripts/many_core.sh` compares the two (`footprint_poll` rows).
 //!
 //! The switch is read only on the contended path, after the quick spin.
 //!

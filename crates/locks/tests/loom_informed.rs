@@ -180,11 +180,9 @@ fn ttas_green_holder_running_elsewhere() {
     });
 }
 
-/// Under `GreenLockWait::Poll` a waiter with nothing queued on its worker polls the lock (two
-/// rounds under the model) before the park path: every increment lands and nobody is left
-/// parked, whether it took the lock while polling or polled to the end and parked. (With
-/// threads queued there the yield phase comes first, and under the model the holder always
-/// releases during its yield, so no model reaches the poll that way.)
+/// Under `GreenLockWait::Poll` a waiter polls the lock (two rounds under the model) before the
+/// park path: every increment lands and nobody is left parked, whether it took the lock while
+/// polling or polled to the end and parked.
 #[test]
 fn ttas_green_polling_nothing_queued() {
     ttas_green_ruled(
@@ -192,6 +190,19 @@ fn ttas_green_polling_nothing_queued() {
             run: RunState::RunningElsewhere,
             queued: false,
             running_elsewhere: 1,
+        },
+        green_wait::GreenLockWait::Poll,
+    );
+}
+
+/// As above, with threads queued on the waiter's worker (it yields to them while it polls).
+#[test]
+fn ttas_green_polling_queued_here() {
+    ttas_green_ruled(
+        Answers {
+            run: RunState::NotRunning,
+            queued: true,
+            running_elsewhere: 0,
         },
         green_wait::GreenLockWait::Poll,
     );

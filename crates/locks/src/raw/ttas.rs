@@ -501,6 +501,30 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             let hook = current_hook();
             !hook.is_green() && crate::os::oversubscribed_hint()
         };
+        // The rule under comparison on many cores (`green_wait`): a green thread polls while
+        // the lock changes hands, whether or not others are parked, and parks only when it
+        // stops changing hands (a long hold, or a holder that does not run).
+        if W::MODE == WaitMode::Informed && green_lock_wait() == GreenLockWait::Poll {
+            let hook = current_hook();
+            if hook.is_green() && self.meta.history.mean_ns() <= hook.switch_cost_ns() / 2 {
+                self.mark_contended_if_scheduled();
+                let prepared = self.before_informing_hold();
+                let polled = poll_while_changing_hands(
+                    hook,
+                    || self.try_acquire(),
+                    || {
+                        let s = self.state.load(Ordering::Relaxed);
+                        (s & LOCKED == 0, self.holder.load(Ordering::Relaxed))
+                    },
+                    (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS),
+                );
+                if let Some(ns) = polled {
+                    self.meta.times.holder_add_wait(ns);
+                    return self.held_after_spin(Some(prepared));
+                }
+                prepared.0.restore();
+            }
+        }
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
             // An informing lock's bookkeeping before the spin, not after it (see `INFORMING`).
             let prepared = (self.state.load(Ordering::Relaxed) & INFORMING != 0)
@@ -525,25 +549,6 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 if let Some(ns) = yield_phase(|| self.try_acquire(), &self.meta.yielder) {
                     self.meta.times.holder_add_wait(ns);
                     return self.held_after_spin(prepared);
-                }
-                // The rule for many cores under comparison (`green_wait`): poll while the lock
-                // changes hands instead of parking.
-                let hook = current_hook();
-                if green_lock_wait() == GreenLockWait::Poll && hook.is_green() {
-                    let polled = poll_while_changing_hands(
-                        hook,
-                        || self.try_acquire(),
-                        || {
-                            let s = self.state.load(Ordering::Relaxed);
-                            (s & PARKED == 0)
-                                .then(|| (s & LOCKED == 0, self.holder.load(Ordering::Relaxed)))
-                        },
-                        (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS),
-                    );
-                    if let Some(ns) = polled {
-                        self.meta.times.holder_add_wait(ns);
-                        return self.held_after_spin(prepared);
-                    }
                 }
             }
         }
