@@ -41,20 +41,23 @@
 //! Variants: `footprint/lockhot_on`, `footprint/lockhot_off` (`footprint::sync::Mutex`, `Condvar`,
 //! `Barrier`, green threads on a 2-worker runtime built once), `footprint/adaptive` (lock-hot on,
 //! a runtime built once with `adaptive_workers(1..=2)`: the controller picks 1 or 2 active
-//! workers from the profile, 003) and `std` (8 OS threads, `std::sync` primitives).
+//! workers from the profile, 003), `footprint/poll` (lock-hot on, contended green threads under
+//! `GreenLockWait::Poll`, the rule compared on many cores: `footprint::locks::green_wait`) and
+//! `std` (8 OS threads, `std::sync` primitives).
 //!
 //! Run: `cargo bench --bench lock_hot -- --warm-up-time 1 --measurement-time 3`
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use footprint::locks::green_wait::{self, GreenLockWait};
 use footprint::locks::placement;
 
 use footprint_workloads::lock_hot as bodies;
 
 use bodies::{Green, LockBench, OsThreads, ALL, THREADS, WORKERS};
 
-/// One benchmark, four variants side by side.
+/// One benchmark, five variants side by side.
 fn compare(c: &mut Criterion, green: &Green, adaptive: &Green, bench: &LockBench) {
     let mut g = c.benchmark_group(bench.name);
     // One iteration is a whole run (milliseconds): few samples are enough.
@@ -72,6 +75,15 @@ fn compare(c: &mut Criterion, green: &Green, adaptive: &Green, bench: &LockBench
             })
         });
     }
+    // The rule for contended green threads under comparison on many cores (lock-hot on).
+    g.bench_function("footprint/poll", |b| {
+        b.iter_custom(|iters| {
+            let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
+            let t: Duration = (0..iters).map(|_| (bench.green)(green)).sum();
+            green_wait::set_green_lock_wait(was);
+            t
+        })
+    });
     g.bench_function("footprint/adaptive", |b| {
         b.iter_custom(|iters| (0..iters).map(|_| (bench.green)(adaptive)).sum())
     });
