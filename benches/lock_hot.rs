@@ -78,10 +78,9 @@ fn compare(c: &mut Criterion, green: &Green, adaptive: &Green, bench: &LockBench
     // The rule for contended green threads under comparison on many cores (lock-hot on).
     g.bench_function("footprint/poll", |b| {
         b.iter_custom(|iters| {
-            let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
-            let t: Duration = (0..iters).map(|_| (bench.green)(green)).sum();
-            green_wait::set_green_lock_wait(was);
-            t
+            green_wait::with_green_lock_wait(GreenLockWait::Poll, || {
+                (0..iters).map(|_| (bench.green)(green)).sum::<Duration>()
+            })
         })
     });
     g.bench_function("footprint/adaptive", |b| {

@@ -95,15 +95,6 @@ fn runtime(workers: usize) -> footprint::Runtime {
         .unwrap_or_else(|e| panic!("a {workers}-worker runtime: {e}"))
 }
 
-/// Runs `f` with contended green threads polling the default `Mutex` while it changes hands
-/// instead of parking ([`GreenLockWait::Poll`], the rule under comparison on many cores).
-fn with_poll(f: impl FnOnce() -> Duration) -> Duration {
-    let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
-    let t = f();
-    green_wait::set_green_lock_wait(was);
-    t
-}
-
 /// One variant of a workload: its name and one timed run.
 type Variant<'a> = (String, Box<dyn Fn() -> Duration + 'a>);
 
@@ -158,7 +149,7 @@ fn workloads<'a>(
         (
             "footprint_poll".into(),
             Box::new(move || {
-                with_poll(|| {
+                green_wait::with_green_lock_wait(GreenLockWait::Poll, || {
                     bodies::bump_green::<footprint::sync::Mutex<[u64; 8]>>(rt, threads, bump_ops)
                 })
             }),
@@ -192,7 +183,9 @@ fn workloads<'a>(
         (
             "footprint_mutex_poll".into(),
             Box::new(move || {
-                with_poll(|| bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected))
+                green_wait::with_green_lock_wait(GreenLockWait::Poll, || {
+                    bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected)
+                })
             }),
         ),
         (

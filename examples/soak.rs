@@ -169,9 +169,9 @@ fn op_locks(rng: &mut Rng, rt: &Runtime) {
         0 => hammer!(Mutex, rt, t, i),
         13 => {
             // The default Mutex with contended green threads polling while it changes hands.
-            let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
-            hammer!(PollingMutex, rt, t, i);
-            green_wait::set_green_lock_wait(was);
+            green_wait::with_green_lock_wait(GreenLockWait::Poll, || {
+                hammer!(PollingMutex, rt, t, i)
+            });
         }
         1 => hammer!(TtasMutex, rt, t, i),
         2 => hammer!(TicketMutex, rt, t, i),

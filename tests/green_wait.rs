@@ -23,35 +23,35 @@ fn counts_exactly(workers: usize) {
     const PER_THREAD: u64 = 4_000;
     let what = format!("Mutex under GreenLockWait::Poll on {workers} worker(s)");
     with_watchdog(120, &what, move || {
-        let was = green_wait::set_green_lock_wait(GreenLockWait::Poll);
         let rt = runtime(workers);
         let m = Arc::new(footprint::sync::Mutex::new(0u64));
         let contended = footprint::sync::stats::process_totals().contended;
-        let total = rt.block_on(|| {
-            let hs: Vec<_> = (0..THREADS as u64)
-                .map(|t| {
-                    let m = m.clone();
-                    footprint::spawn(move || {
-                        for i in 0..PER_THREAD {
-                            let mut g = m.lock();
-                            *g += 1;
-                            if (t + i) % 500 == 0 {
-                                hold_for(20);
+        let total = green_wait::with_green_lock_wait(GreenLockWait::Poll, || {
+            rt.block_on(|| {
+                let hs: Vec<_> = (0..THREADS as u64)
+                    .map(|t| {
+                        let m = m.clone();
+                        footprint::spawn(move || {
+                            for i in 0..PER_THREAD {
+                                let mut g = m.lock();
+                                *g += 1;
+                                if (t + i) % 500 == 0 {
+                                    hold_for(20);
+                                }
+                                if (t + i) % 50 == 0 {
+                                    // Queued behind the threads that now find the lock held.
+                                    footprint::yield_now();
+                                }
                             }
-                            if (t + i) % 50 == 0 {
-                                // Queued behind the threads that now find the lock held.
-                                footprint::yield_now();
-                            }
-                        }
+                        })
                     })
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
-            }
-            *m.lock()
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                *m.lock()
+            })
         });
-        green_wait::set_green_lock_wait(was);
         assert_eq!(total, THREADS as u64 * PER_THREAD);
         assert!(
             footprint::sync::stats::process_totals().contended > contended,

@@ -52,6 +52,26 @@ pub fn set_green_lock_wait(rule: GreenLockWait) -> GreenLockWait {
     }
 }
 
+/// Runs `f` under `rule` and puts the previous rule back afterwards, also when `f` panics.
+///
+/// ```
+/// use footprint::locks::green_wait::{self, GreenLockWait};
+///
+/// let seen = green_wait::with_green_lock_wait(GreenLockWait::Poll, green_wait::green_lock_wait);
+/// assert_eq!(seen, GreenLockWait::Poll);
+/// assert_eq!(green_wait::green_lock_wait(), GreenLockWait::Park);
+/// ```
+pub fn with_green_lock_wait<R>(rule: GreenLockWait, f: impl FnOnce() -> R) -> R {
+    struct Restore(GreenLockWait);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_green_lock_wait(self.0);
+        }
+    }
+    let _restore = Restore(set_green_lock_wait(rule));
+    f()
+}
+
 /// The rule in force.
 #[inline]
 pub fn green_lock_wait() -> GreenLockWait {

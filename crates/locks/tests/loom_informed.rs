@@ -101,8 +101,6 @@ fn green_model_ruled(
     f: impl Fn() + Sync + Send + 'static,
 ) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // Process-wide: set under `SERIAL`, so that no other model runs meanwhile.
-    let was = green_wait::set_green_lock_wait(rule);
     let relaxed = std::sync::atomic::Ordering::Relaxed;
     HOOK.run.store(
         match answers.run {
@@ -119,12 +117,14 @@ fn green_model_ruled(
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
     }
-    b.check(move || {
-        install_hook(&HOOK);
-        f();
+    // Process-wide: set under `SERIAL`, so that no other model runs meanwhile.
+    green_wait::with_green_lock_wait(rule, || {
+        b.check(move || {
+            install_hook(&HOOK);
+            f();
+        })
     });
     uninstall_hook();
-    green_wait::set_green_lock_wait(was);
 }
 
 /// Spawns a model thread that runs under the model hook.

@@ -501,28 +501,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             let hook = current_hook();
             !hook.is_green() && crate::os::oversubscribed_hint()
         };
-        // The rule under comparison on many cores (`green_wait`): a green thread polls while
-        // the lock changes hands, whether or not others are parked, and parks only when it
-        // stops changing hands (a long hold, or a holder that does not run).
         if W::MODE == WaitMode::Informed && green_lock_wait() == GreenLockWait::Poll {
-            let hook = current_hook();
-            if hook.is_green() && self.meta.history.mean_ns() <= hook.switch_cost_ns() / 2 {
-                self.mark_contended_if_scheduled();
-                let prepared = self.before_informing_hold();
-                let polled = poll_while_changing_hands(
-                    hook,
-                    || self.try_acquire(),
-                    || {
-                        let s = self.state.load(Ordering::Relaxed);
-                        (s & LOCKED == 0, self.holder.load(Ordering::Relaxed))
-                    },
-                    (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS),
-                );
-                if let Some(ns) = polled {
-                    self.meta.times.holder_add_wait(ns);
-                    return self.held_after_spin(Some(prepared));
-                }
-                prepared.0.restore();
+            if let Some(token) = self.acquire_polling() {
+                return token;
             }
         }
         if W::MODE != WaitMode::Block && !crowded && self.nobody_parked() {
@@ -594,6 +575,39 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
         self.meta.times.holder_add_wait(waited);
         self.held(scope)
+    }
+
+    /// The rule under comparison on many cores (`green_wait`'s `Poll`): a green thread polls
+    /// while the lock changes hands, whether or not others are parked; `None` (the caller
+    /// goes on to park) when it stops changing hands (a long hold, or a holder that does not
+    /// run), on an OS thread, or where the lock's holds are longer than half a switch.
+    #[inline(never)]
+    fn acquire_polling(&self) -> Option<HeldToken> {
+        let hook = current_hook();
+        if !hook.is_green() || self.meta.history.mean_ns() > hook.switch_cost_ns() / 2 {
+            return None;
+        }
+        self.mark_contended_if_scheduled();
+        let prepared = self.before_informing_hold();
+        let polled = poll_while_changing_hands(
+            hook,
+            || self.try_acquire(),
+            || {
+                let s = self.state.load(Ordering::Relaxed);
+                (s & LOCKED == 0, self.holder.load(Ordering::Relaxed))
+            },
+            (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS),
+        );
+        match polled {
+            Some(ns) => {
+                self.meta.times.holder_add_wait(ns);
+                Some(self.held_after_spin(Some(prepared)))
+            }
+            None => {
+                prepared.0.restore();
+                None
+            }
+        }
     }
 
     /// The algorithm's part of an unlock: clears `LOCKED`, leaving `base` (see
