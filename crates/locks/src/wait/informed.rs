@@ -476,12 +476,21 @@ fn spin_phase(
         if !iter.is_multiple_of(CHECK_EVERY) {
             continue;
         }
-        if !green && crate::os::oversubscribed_within(crate::os::SPIN_SAMPLE_INTERVAL_NS) {
+        if !green
+            && spent >= budget / 4
+            && crate::os::oversubscribed_within(crate::os::SPIN_SAMPLE_INTERVAL_NS)
+        {
             // Runnable threads wait for a CPU now (other programs started, or the ones awaited
             // were preempted): this spin would take one from them, so park (not
             // `sched_yield`, as `informed_wait` explains). Checked during the spin, not only
             // when the budget is spent: the budget is half a park's cost, which in a virtual
             // machine is tens of microseconds.
+            //
+            // Not before a quarter of the budget is spent: a sample is a read of
+            // `/proc/loadavg` (0.9 µs on this project's VM), and on an idle machine most waits
+            // end before then. 002's loop (2 threads on 2 vCPUs) read it in 70 % of its barrier
+            // phases when every spin sampled, and the reader saw the release up to a read
+            // late; spins that end this early take little from a preempted thread anyway.
             return true;
         }
         // Yields to a higher class (the holder, mostly) skip the budget check only
