@@ -22,6 +22,30 @@ pub(crate) fn spin_hint() {
     std::hint::spin_loop();
 }
 
+/// Exponential backoff for spin loops: each round pauses twice as long as the one before (1, 2,
+/// 4, ... [`spin_hint`]s), up to 2^`cap` per round.
+pub(crate) struct SpinBackoff {
+    shift: u32,
+    cap: u32,
+}
+
+impl SpinBackoff {
+    pub(crate) const fn new(cap: u32) -> SpinBackoff {
+        SpinBackoff { shift: 0, cap }
+    }
+
+    /// Pauses for one round; returns how many pause instructions it took.
+    #[inline(always)]
+    pub(crate) fn pause(&mut self) -> u64 {
+        let pauses = 1u32 << self.shift;
+        for _ in 0..pauses {
+            spin_hint();
+        }
+        self.shift = (self.shift + 1).min(self.cap);
+        u64::from(pauses)
+    }
+}
+
 /// Yields the OS thread (under loom: a model yield).
 #[inline]
 pub(crate) fn os_yield() {

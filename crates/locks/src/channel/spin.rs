@@ -23,8 +23,8 @@
 
 use crate::hook::{current_hook, ThreadTag};
 use crate::stats;
-use crate::sync::spin_hint;
-use crate::wait::{green_may_spin, Awaited};
+use crate::sync::{spin_hint, SpinBackoff};
+use crate::wait::{green_may_spin, spin_budget_ns, Awaited};
 
 /// Backoff cap between looks at the channel: 2^SHIFT_CAP pauses (16, about 0.5 µs where a pause
 /// takes 33 ns), as the informed locks' spin.
@@ -53,15 +53,11 @@ pub(super) fn spin_for(peer: ThreadTag, ready: impl Fn() -> bool) -> bool {
         return ready();
     }
     let hook = current_hook();
-    let budget_ns = (hook.switch_cost_ns() / 2).max(1_000);
-    let budget = budget_ns * 1000 / stats::pauses_to_ns(1000).max(1);
-    let (mut spent, mut shift, mut looks) = (0u64, 0u32, 0u32);
+    let budget = spin_budget_ns(hook) * 1000 / stats::pauses_to_ns(1000).max(1);
+    let (mut spent, mut looks) = (0u64, 0u32);
+    let mut backoff = SpinBackoff::new(SHIFT_CAP);
     loop {
-        for _ in 0..(1u32 << shift) {
-            spin_hint();
-        }
-        spent += 1 << shift;
-        shift = (shift + 1).min(SHIFT_CAP);
+        spent += backoff.pause();
         if ready() {
             return true;
         }

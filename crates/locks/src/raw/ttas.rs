@@ -8,8 +8,8 @@ use crate::stats::{self, LockTimesSnapshot};
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::wait::sample_this_hold;
 use crate::wait::{
-    awaited_in, poll_while_changing_hands, quick_spin, wait_until_woken, yield_phase, ClassScope,
-    HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy, MIN_SPIN_BUDGET_NS,
+    awaited_in, poll_while_changing_hands, quick_spin, spin_budget_ns, wait_until_woken,
+    yield_phase, ClassScope, HeldToken, Informed, LockMeta, WaitFor, WaitMode, WaitPolicy,
 };
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
@@ -596,7 +596,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 let s = self.state.load(Ordering::Relaxed);
                 (s & LOCKED == 0, self.holder.load(Ordering::Relaxed))
             },
-            (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS),
+            spin_budget_ns(hook),
         );
         match polled {
             Some(ns) => {

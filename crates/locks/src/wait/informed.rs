@@ -8,7 +8,7 @@ use crate::hook::{
     ThreadTag, WaitOn,
 };
 use crate::stats;
-use crate::sync::spin_hint;
+use crate::sync::{spin_hint, SpinBackoff};
 use std::sync::atomic::{AtomicU32 as StdAtomicU32, Ordering as StdOrdering};
 
 /// The threads a waiter waits for, as far as it can name them: what the scheduler is asked
@@ -279,13 +279,10 @@ fn wait_inner<W: WaitPolicy>(
             // would never run while we spin. It stays runnable: it never parks.
             let hook = current_hook();
             let green = hook.is_green();
-            let mut shift = 0;
+            let mut backoff = SpinBackoff::new(MAX_BACKOFF_SHIFT);
             let mut rounds = 0u32;
             while !ready() {
-                for _ in 0..(1u32 << shift) {
-                    spin_hint();
-                }
-                shift = (shift + 1).min(MAX_BACKOFF_SHIFT);
+                backoff.pause();
                 rounds += 1;
                 if green && rounds.is_multiple_of(GREEN_SPIN_YIELD_EVERY) {
                     hook.yield_now();
@@ -354,7 +351,7 @@ fn informed_wait(
             // spinning a whole one took the CPU from other programs' threads at
             // multiprogramming degrees 2–4 (002's loop: informed at 1.2–1.3× block's time
             // per iteration) for no gain on an idle machine.
-            park = spin_phase(w, hook, green, half_switch.max(MIN_SPIN_BUDGET_NS), ready);
+            park = spin_phase(w, hook, green, spin_budget_ns(hook), ready);
             if !park {
                 return;
             }
@@ -375,7 +372,13 @@ fn informed_wait(
 }
 
 /// The least an informed spin or a polling green waiter waits for a change before it parks.
-pub(crate) const MIN_SPIN_BUDGET_NS: u64 = 1_000;
+const MIN_SPIN_BUDGET_NS: u64 = 1_000;
+
+/// How long a waiter that may spin spins before it parks: half a park's cost as the hook
+/// estimates it (for an OS thread, measured wake-ups), at least [`MIN_SPIN_BUDGET_NS`].
+pub(crate) fn spin_budget_ns(hook: &dyn SchedulerHook) -> u64 {
+    (hook.switch_cost_ns() / 2).max(MIN_SPIN_BUDGET_NS)
+}
 
 /// A green waiter's wait under [`GreenLockWait::Poll`](crate::green_wait::GreenLockWait::Poll):
 /// polls with exponential backoff up to [`MAX_BACKOFF_SHIFT`] (the always-spin policy's
@@ -396,14 +399,12 @@ pub(crate) fn poll_while_changing_hands(
     let budget = budget_ns.saturating_mul(1000) / pause_ps;
     let (_, mut last) = look();
     let (mut spent, mut unchanged) = (0u64, 0u64);
-    let (mut shift, mut rounds) = (0u32, 0u32);
+    let mut backoff = SpinBackoff::new(MAX_BACKOFF_SHIFT);
+    let mut rounds = 0u32;
     loop {
-        for _ in 0..(1u32 << shift) {
-            spin_hint();
-        }
-        spent += 1 << shift;
-        unchanged += 1 << shift;
-        shift = (shift + 1).min(MAX_BACKOFF_SHIFT);
+        let pauses = backoff.pause();
+        spent += pauses;
+        unchanged += pauses;
         rounds += 1;
         let (free, mark) = look();
         if free {
@@ -452,7 +453,7 @@ fn spin_phase(
     };
     let mut holder_mark: Option<u64> = None;
     let mut extensions = 0u32;
-    let mut shift = 0u32;
+    let mut backoff = SpinBackoff::new(SPIN_BACKOFF_SHIFT);
     let mut iter = 0u32;
     let mut spent = 0u64;
     let mut yields = 0u32;
@@ -460,11 +461,7 @@ fn spin_phase(
         if ready() {
             return false;
         }
-        for _ in 0..(1u32 << shift) {
-            spin_hint();
-        }
-        spent += 1 << shift;
-        shift = (shift + 1).min(SPIN_BACKOFF_SHIFT);
+        spent += backoff.pause();
         iter += 1;
         if cfg!(loom) {
             // Deterministic under the model: a short spin, then park.

@@ -6,7 +6,7 @@ use crate::hook::{
     current_class_cell, current_hook, scheduler_class_cell, ClassCell, PriorityClass, ThreadTag,
 };
 use crate::stats::{self, LockTimes};
-use crate::sync::{spin_hint, Ordering};
+use crate::sync::{spin_hint, Ordering, SpinBackoff};
 use std::ptr;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
@@ -14,8 +14,8 @@ mod informed;
 mod queue;
 
 pub(crate) use informed::{
-    green_may_spin, poll_while_changing_hands, quick_spin, wait_until, wait_until_woken,
-    yield_phase, Awaited, WaitFor, MAX_BACKOFF_SHIFT, MIN_SPIN_BUDGET_NS,
+    green_may_spin, poll_while_changing_hands, quick_spin, spin_budget_ns, wait_until,
+    wait_until_woken, yield_phase, Awaited, WaitFor, MAX_BACKOFF_SHIFT,
 };
 pub(crate) use queue::{Enqueued, WaitNode, WaitQueue};
 
@@ -285,10 +285,9 @@ impl LockMeta {
         // Under the model: one look, then the door (so that loom checks the park and the
         // admission, which a spin that yields to the holder would always avoid).
         let rounds = if cfg!(loom) { 1 } else { 10u32 };
-        for shift in 0..rounds {
-            for _ in 0..(1u32 << shift.min(MAX_BACKOFF_SHIFT)) {
-                spin_hint();
-            }
+        let mut backoff = SpinBackoff::new(MAX_BACKOFF_SHIFT);
+        for _ in 0..rounds {
+            backoff.pause();
             if !crowded() && try_enter() {
                 return took();
             }
