@@ -146,8 +146,25 @@ fn ttas_green(answers: Answers) {
 }
 
 fn ttas_green_ruled(answers: Answers, rule: green_wait::GreenLockWait) {
-    green_model_ruled(answers, rule, || {
-        let lock = Arc::new(RawTtasLock::<Informed>::new());
+    ttas_green_lock(answers, rule, Holds::Long);
+}
+
+/// How a model's lock counts its holds, which decides whether a waiter turns informing on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    /// `RawTtasLock::new`: long, a waiter past the quick spin turns informing on.
+    Long,
+    /// `RawTtasLock::with_short_holds`: short, nobody does (the polling rule excepted).
+    Short,
+}
+
+/// `ttas_green_ruled` on a lock with long or short holds.
+fn ttas_green_lock(answers: Answers, rule: green_wait::GreenLockWait, holds: Holds) {
+    green_model_ruled(answers, rule, move || {
+        let lock = Arc::new(match holds {
+            Holds::Long => RawTtasLock::<Informed>::new(),
+            Holds::Short => RawTtasLock::<Informed>::with_short_holds(),
+        });
         let value = Arc::new(AtomicUsize::new(0));
         let (l, v) = (lock.clone(), value.clone());
         let bump = |lock: &RawTtasLock<Informed>, value: &AtomicUsize| {
@@ -166,6 +183,9 @@ fn ttas_green_ruled(answers: Answers, rule: green_wait::GreenLockWait) {
         h.join().unwrap();
         assert_eq!(value.load(Ordering::Relaxed), 4);
         assert!(!lock.is_locked());
+        if holds == Holds::Short && rule == green_wait::GreenLockWait::Park {
+            assert!(!lock.is_informing(), "a lock with short holds stays uninforming");
+        }
     });
 }
 
@@ -178,6 +198,35 @@ fn ttas_green_holder_running_elsewhere() {
         queued: false,
         running_elsewhere: 1,
     });
+}
+
+/// A lock whose holds are short stays uninforming: the waiter's quick spin, park and wake-up
+/// on a plain word (no `INFORMING`, no holder tags), holder running on another worker.
+#[test]
+fn ttas_green_short_holds_holder_running_elsewhere() {
+    ttas_green_lock(
+        Answers {
+            run: RunState::RunningElsewhere,
+            queued: false,
+            running_elsewhere: 1,
+        },
+        green_wait::GreenLockWait::Park,
+        Holds::Short,
+    );
+}
+
+/// As above with threads queued on the waiter's worker (the yield phase, then the park).
+#[test]
+fn ttas_green_short_holds_queued_here() {
+    ttas_green_lock(
+        Answers {
+            run: RunState::NotRunning,
+            queued: true,
+            running_elsewhere: 0,
+        },
+        green_wait::GreenLockWait::Park,
+        Holds::Short,
+    );
 }
 
 /// Under `GreenLockWait::Poll` a waiter polls the lock (two rounds under the model) before the

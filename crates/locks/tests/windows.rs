@@ -227,13 +227,14 @@ fn a_timed_waiter_woken_by_unlock_lets_the_next_unlock_wake() {
     assert_eq!(*lock.lock(), 2);
 }
 
-/// The default `Mutex` publishes its holder's class only where a scheduler can read it (issue
-/// 15): on a thread with a scheduler hook, and only once a waiter went past the quick spin.
-/// Before that, the holder's class stays `Running`. A waiter that parked marks the lock; it
-/// publishes `Holder` when it gets the lock, and so does every later holder with a hook, until
-/// each release restores the saved class. A plain OS thread (no hook) publishes nothing.
+/// The default `Mutex` publishes its holder's class only where a scheduler can read it: on a
+/// thread with a scheduler hook. A waiter that parked publishes `Holder` when it gets the lock
+/// and restores its class at its release; other holders publish only once the lock is
+/// informing, which takes most of its sampled holds outlasting half a switch (one contended
+/// wait does not: `tests/informing.rs` in the root crate turns it on with long holds). A plain
+/// OS thread (no hook) publishes nothing.
 #[test]
-fn default_mutex_publishes_holder_once_contended_and_only_for_a_scheduler() {
+fn default_mutex_publishes_holder_for_parked_waiters_and_only_for_a_scheduler() {
     let m = footprint_locks::Mutex::new(0u32);
     let me = FakeHook::leak(Some(1));
     install_hook(me);
@@ -263,12 +264,11 @@ fn default_mutex_publishes_holder_once_contended_and_only_for_a_scheduler() {
     let g = m.lock();
     assert_eq!(
         me.cell.get(),
-        PriorityClass::Holder,
-        "contended once: holders publish"
+        PriorityClass::Running,
+        "contended once, no hold known to be long: not informing"
     );
     assert_eq!(*g, 1);
     drop(g);
-    assert_eq!(me.cell.get(), PriorityClass::Running, "restored");
     uninstall_hook();
     let os_cell = footprint_locks::current_hook().class_cell();
     let _g = m.lock();

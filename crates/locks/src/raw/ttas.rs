@@ -27,17 +27,31 @@ const WAKING: u32 = 4;
 /// A fair unlock left `LOCKED` set for a waiter to take over (`unlock_fair`): the first waiter
 /// that clears this mark owns the lock.
 const HANDOFF: u32 = 8;
-/// "Informing on", set for good by the first waiter on a thread that a scheduler hook schedules
-/// (a green thread, where classes are read) that went past the quick spin: from then on holders
-/// publish `Holder` and time one hold in [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY)
-/// (picked by a per-thread count, [`sample_this_hold`]). In the word, so that the fast path's
-/// compare-and-swap `0 → LOCKED` fails on an informing lock and the acquisition does its
-/// bookkeeping (the thread-local lookups, the sampling count) *before* it takes the lock
-/// (`lock_informing`, `acquire_informing`): inside the critical section only the `Holder` store
-/// remains. Measured: the bookkeeping costs 8–10 % of a green thread's time on a hot
-/// lock (000's `multiple_ctr`, alternating runs in one process) wherever it runs; before the
-/// acquisition it at least does not lengthen the section the other threads wait for.
+/// "Informing on", set for good by a waiter on a thread that a scheduler hook schedules (a
+/// green thread, where classes are read) that went past the quick spin, once most of the lock's
+/// last sampled holds took longer than half a switch ([`holds_worth_informing`]): from then on
+/// holders publish `Holder` and time one hold in
+/// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) (picked by a per-thread count,
+/// [`sample_this_hold`]). In the word, so that the fast path's compare-and-swap `0 → LOCKED`
+/// fails on an informing lock and the acquisition does its bookkeeping (the thread-local
+/// lookups, the sampling count) *before* it takes the lock (`lock_informing`,
+/// `acquire_informing`): inside the critical section only the `Holder` store remains.
+///
+/// Why only for long holds: a green thread stops running only where it parks or yields, so a
+/// holder's class can tell the scheduler something only about holds long enough to span such
+/// a switch. On a hot lock with short holds the informing acquisition (the failed
+/// compare-and-swap, the bookkeeping, the class and tag stores beside the word) lengthens
+/// each hand-over between the cores, and the lock turned lock-bound: 8 green threads on 2
+/// workers through `multiple_ctr`'s loop (holds of tens of nanoseconds) took 1.5× as long with
+/// informing on as with it off, and all seven of 000's benchmarks were faster with it off.
+///
+/// [`holds_worth_informing`]: RawTtasLock::holds_worth_informing
 const INFORMING: u32 = 16;
+/// More of the last 8 sampled holds than this must outlast half a switch for a waiter to turn
+/// informing on: most of them, so that one hold stretched by the machine (a preempted
+/// worker's vCPU) does not turn it on for good.
+#[cfg_attr(loom, allow(dead_code))]
+const LONG_HOLDS_TO_INFORM: usize = 4;
 /// Looks at the word of an OS-thread waiter on an oversubscribed machine before it parks
 /// ([`RawTtasLock::poll_while_held`]).
 const OVERSUBSCRIBED_POLLS: u32 = if cfg!(loom) { 1 } else { 100 };
@@ -84,6 +98,10 @@ pub struct RawTtasLock<W: WaitPolicy = Informed> {
     /// would be padding: the holder stores it on the line its compare-and-swap has just taken.
     holder: StdAtomicU32,
     meta: LockMeta,
+    /// Under loom (no clock, no hold samples): whether the lock's holds count as long, so that
+    /// a waiter turns informing on ([`holds_worth_informing`](Self::holds_worth_informing)).
+    #[cfg(loom)]
+    long_holds: bool,
     _policy: PhantomData<W>,
 }
 
@@ -99,15 +117,33 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
-    /// An unlocked lock.
+    /// An unlocked lock whose holds count as long: a waiter past the quick spin turns
+    /// informing on.
     #[cfg(loom)]
     pub fn new() -> Self {
         RawTtasLock {
             state: AtomicU32::new(0),
             holder: StdAtomicU32::new(0),
             meta: LockMeta::new(),
+            long_holds: true,
             _policy: PhantomData,
         }
+    }
+
+    /// An unlocked lock whose holds count as short: no waiter turns informing on (except the
+    /// polling rule's), as on a hot lock with short holds.
+    #[cfg(loom)]
+    pub fn with_short_holds() -> Self {
+        RawTtasLock {
+            long_holds: false,
+            ..Self::new()
+        }
+    }
+
+    /// Whether a waiter has turned informing on.
+    #[cfg(loom)]
+    pub fn is_informing(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & INFORMING != 0
     }
 
     /// Takes the lock if it looks free (test, then test-and-set); keeps the other bits.
@@ -264,7 +300,8 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     /// Turns informing on (a wait went past the quick spin on a thread whose class a scheduler
-    /// reads): from now on its holders publish `Holder` and time one hold in
+    /// reads, on a lock whose holds are long: [`holds_worth_informing`](Self::holds_worth_informing)):
+    /// from now on its holders publish `Holder` and time one hold in
     /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY). Called before the waiter publishes
     /// `Waiter`, so that whoever sees the waiter's class sees the mark too. A waiter on a plain
     /// OS thread leaves it alone: the kernel schedules both sides and reads no class.
@@ -273,6 +310,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if W::MODE != WaitMode::Spin
             && scope.cell().is_some()
             && self.state.load(Ordering::Relaxed) & INFORMING == 0
+            && self.holds_worth_informing()
         {
             self.state.fetch_or(INFORMING, Ordering::Relaxed);
         }
@@ -282,11 +320,40 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// scope yet: the same test on the thread's class cell (null on a plain OS thread).
     #[inline]
     fn mark_contended_if_scheduled(&self) {
+        if self.holds_worth_informing() {
+            self.mark_informing_if_scheduled();
+        }
+    }
+
+    /// Turns informing on whatever the holds, for a waiter on a thread whose class a scheduler
+    /// reads (the polling rule, whose look at the lock needs the holders' tags).
+    #[inline]
+    fn mark_informing_if_scheduled(&self) {
         if W::MODE != WaitMode::Spin
             && self.state.load(Ordering::Relaxed) & INFORMING == 0
             && !scheduler_class_cell().is_null()
         {
             self.state.fetch_or(INFORMING, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether most of the lock's last 8 sampled holds took longer than half a switch (the
+    /// hook's estimate): only then does informing pay (see [`INFORMING`]). A lock whose holds
+    /// have not been sampled yet reads as short. Under loom (no clock, no samples) the lock's
+    /// constructor says (`new`: long, `with_short_holds`: short), so that the models check the
+    /// protocol both on a word whose bit a waiter sets and on one where nobody does.
+    #[inline]
+    fn holds_worth_informing(&self) -> bool {
+        #[cfg(loom)]
+        {
+            self.long_holds
+        }
+        #[cfg(not(loom))]
+        {
+            self.meta
+                .history
+                .holds_longer_than(current_hook().switch_cost_ns() / 2)
+                > LONG_HOLDS_TO_INFORM
         }
     }
 
@@ -523,9 +590,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
                 && self.nobody_parked()
                 && self.meta.history.mean_ns() <= current_hook().switch_cost_ns() / 2
             {
-                // Went past the quick spin: informing on (see `mark_contended`), so that the
-                // holders from now on publish their class and leave their tag for the
-                // scheduler's questions.
+                // Went past the quick spin: informing on where the holds are long (see
+                // `mark_contended`), so that the holders from now on publish their class and
+                // leave their tag for the scheduler's questions.
                 self.mark_contended_if_scheduled();
                 if let Some(ns) = yield_phase(|| self.try_acquire(), &self.meta.yielder) {
                     self.meta.times.holder_add_wait(ns);
@@ -587,7 +654,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         if !hook.is_green() || self.meta.history.mean_ns() > hook.switch_cost_ns() / 2 {
             return None;
         }
-        self.mark_contended_if_scheduled();
+        self.mark_informing_if_scheduled();
         let prepared = self.before_informing_hold();
         let polled = poll_while_changing_hands(
             hook,

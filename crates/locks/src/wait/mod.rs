@@ -126,6 +126,16 @@ impl HoldHistory {
         sum / 8
     }
 
+    /// How many of the last 8 recorded holds took longer than `ns` (slots not yet written
+    /// read 0).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn holds_longer_than(&self, ns: u64) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) as u64 > ns)
+            .count()
+    }
+
     /// Records one hold (called by the holder only).
     pub(crate) fn record(&self, ns: u64) {
         let i = self.next.load(Ordering::Relaxed);
