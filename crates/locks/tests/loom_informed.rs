@@ -184,7 +184,10 @@ fn ttas_green_lock(answers: Answers, rule: green_wait::GreenLockWait, holds: Hol
         assert_eq!(value.load(Ordering::Relaxed), 4);
         assert!(!lock.is_locked());
         if holds == Holds::Short && rule == green_wait::GreenLockWait::Park {
-            assert!(!lock.is_informing(), "a lock with short holds stays uninforming");
+            assert!(
+                !lock.is_informing(),
+                "a lock with short holds stays uninforming"
+            );
         }
     });
 }
