@@ -481,7 +481,9 @@ fn repeated_fork_join_from_outside_never_hangs() {
 /// Once a green waiter has made a mutex informing, every green holder publishes `Holder` for
 /// the hold and gets its own class back at the release, including an acquisition that found the
 /// lock free (its bookkeeping runs before the compare-and-swap), and a holder that
-/// yields keeps `Holder` while it is ready.
+/// yields keeps `Holder` while it is ready. A waiter makes it informing once most of the lock's
+/// sampled holds outlasted half a switch: here every hold spans yields, and the rounds go on
+/// until enough of them were sampled (one hold in 256 per worker).
 #[test]
 fn green_holders_of_an_informing_mutex_publish_holder() {
     with_watchdog(60, "informing mutex classes", || {
@@ -493,34 +495,53 @@ fn green_holders_of_an_informing_mutex_publish_holder() {
                 let _g = lock.lock();
                 assert_eq!(current_hook().class_cell().get(), PriorityClass::Running);
             }
-            // A holder that yields while holding, and a waiter behind it on the one worker: the
-            // waiter cannot spin the lock free, so it waits informed (and marks the lock).
-            let (l1, l2) = (lock.clone(), lock.clone());
-            let trying = Arc::new(AtomicBool::new(false));
-            let (t1, t2) = (trying.clone(), trying.clone());
-            let holder = spawn(move || {
-                let mut g = l1.lock();
-                *g += 1;
-                // Until the waiter has tried, and once more so that it waits.
-                while !t1.load(Ordering::Acquire) {
+            let mut rounds = 0u64;
+            loop {
+                rounds += 1;
+                assert!(
+                    rounds <= 20_000,
+                    "no waiter saw `Holder` after {rounds} rounds of holds that span yields"
+                );
+                // A holder that yields while holding, and a waiter behind it on the one worker:
+                // the waiter cannot spin the lock free, so it waits informed (and marks the
+                // lock once its holds are known to be long).
+                let (l1, l2) = (lock.clone(), lock.clone());
+                let trying = Arc::new(AtomicBool::new(false));
+                let (t1, t2) = (trying.clone(), trying.clone());
+                let holder = spawn(move || {
+                    let mut g = l1.lock();
+                    *g += 1;
+                    // Until the waiter has tried, and once more so that it waits.
+                    while !t1.load(Ordering::Acquire) {
+                        yield_now();
+                    }
                     yield_now();
+                    *g += 1;
+                });
+                yield_now(); // the holder takes the lock and yields back
+                let waiter = spawn(move || {
+                    t2.store(true, Ordering::Release);
+                    let mut g = l2.lock();
+                    // However it waited (yields, or a park), it published `Holder` for this
+                    // hold once the lock is informing.
+                    let class = current_hook().class_cell().get();
+                    *g += 1;
+                    class
+                });
+                holder.join().unwrap();
+                let waiter_class = waiter.join().unwrap();
+                // Informing: a holder that found the lock free publishes `Holder` too.
+                let g = lock.lock();
+                if current_hook().class_cell().get() == PriorityClass::Holder {
+                    assert_eq!(waiter_class, PriorityClass::Holder);
+                    drop(g);
+                    break;
                 }
-                yield_now();
-                *g += 1;
-            });
-            yield_now(); // the holder takes the lock and yields back
-            let waiter = spawn(move || {
-                t2.store(true, Ordering::Release);
-                let mut g = l2.lock();
-                assert_eq!(current_hook().class_cell().get(), PriorityClass::Holder);
-                *g += 1;
-            });
-            holder.join().unwrap();
-            waiter.join().unwrap();
+            }
             // Free and informing now: this acquisition publishes `Holder` as well.
             for _ in 0..3 {
                 let g = lock.lock();
-                assert_eq!(*g, 3);
+                assert_eq!(*g, 3 * rounds);
                 assert_eq!(current_hook().class_cell().get(), PriorityClass::Holder);
                 drop(g);
                 assert_eq!(current_hook().class_cell().get(), PriorityClass::Running);
