@@ -42,8 +42,9 @@ const HANDOFF: u32 = 8;
 /// a switch. On a hot lock with short holds the informing acquisition (the failed
 /// compare-and-swap, the bookkeeping, the class and tag stores beside the word) lengthens
 /// each hand-over between the cores, and the lock turned lock-bound: 8 green threads on 2
-/// workers through `multiple_ctr`'s loop (holds of tens of nanoseconds) took 1.5× as long with
-/// informing on as with it off, and all seven of 000's benchmarks were faster with it off.
+/// workers through `multiple_ctr`'s loop (holds of tens of nanoseconds) took 1.4× as long with
+/// informing on as with it off; of 000's seven benchmarks five were faster with it off and two
+/// (`mlt_ctr_mlt_lock`, `prod_cons`) level within their run-to-run spread.
 ///
 /// [`holds_worth_informing`]: RawTtasLock::holds_worth_informing
 const INFORMING: u32 = 16;
