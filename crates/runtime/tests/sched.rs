@@ -482,8 +482,9 @@ fn repeated_fork_join_from_outside_never_hangs() {
 /// the hold and gets its own class back at the release, including an acquisition that found the
 /// lock free (its bookkeeping runs before the compare-and-swap), and a holder that
 /// yields keeps `Holder` while it is ready. A waiter makes it informing once most of the lock's
-/// sampled holds outlasted half a switch: here every hold spans yields, and the rounds go on
-/// until enough of them were sampled (one hold in 256 per worker).
+/// sampled holds outlasted half a switch: here the holder's holds span yields and the waiter's
+/// (the ones sampled: they began with a wait) a 2 µs spin, and the rounds go on until enough of
+/// them were sampled (one hold in 256 per worker).
 #[test]
 fn green_holders_of_an_informing_mutex_publish_holder() {
     with_watchdog(60, "informing mutex classes", || {
@@ -525,6 +526,14 @@ fn green_holders_of_an_informing_mutex_publish_holder() {
                     // However it waited (yields, or a park), it published `Holder` for this
                     // hold once the lock is informing.
                     let class = current_hook().class_cell().get();
+                    // A long hold however fast the switches are: more than half the runtime's
+                    // switch-cost estimate (300 ns), which is what "long" means to the lock. The
+                    // waiter's hold, since only holds that began with a wait are sampled (the
+                    // holder's began on a free lock).
+                    let until = Instant::now() + Duration::from_micros(2);
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
                     *g += 1;
                     class
                 });
