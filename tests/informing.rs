@@ -8,7 +8,7 @@ mod common;
 
 use common::{runtime, with_watchdog};
 use footprint::locks::{current_hook, PriorityClass};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Spins for about `micros` µs on the clock: a hold long enough to span a switch.
@@ -100,5 +100,84 @@ fn a_lock_with_long_holds_turns_informing() {
             seen.load(Ordering::Relaxed),
             "after {done} holds of 2 µs no holder published `Holder`: informing never turned on"
         );
+    });
+}
+
+#[test]
+fn a_lock_whose_long_holds_begin_on_a_free_lock_turns_informing() {
+    // One thread takes the lock only when nobody waits for it and keeps it across yields for
+    // tens of microseconds; the other waits for it in each such hold and keeps it only for an
+    // increment. The long holds never begin with a wait (those are the holds the lock times),
+    // the short ones always do: only the rest of the long hold that the waiter parked behind
+    // tells the lock its holds are long.
+    with_watchdog(120, "Mutex whose long holds begin free", || {
+        const MAX_ROUNDS: u64 = 2_000;
+        let rt = runtime(2);
+        let m = Arc::new(footprint::sync::Mutex::new(0u64));
+        let seen = Arc::new(AtomicBool::new(false));
+        // Rounds begun by the long holder and rounds finished by the waiter.
+        let begun = Arc::new(AtomicU64::new(0));
+        let finished = Arc::new(AtomicU64::new(0));
+        let rounds = rt.block_on(|| {
+            let long = {
+                let (m, seen, begun, finished) =
+                    (m.clone(), seen.clone(), begun.clone(), finished.clone());
+                footprint::spawn(move || {
+                    let mut round = 0;
+                    while round < MAX_ROUNDS && !seen.load(Ordering::Relaxed) {
+                        while finished.load(Ordering::Acquire) < round {
+                            footprint::yield_now();
+                        }
+                        let mut g = m.lock();
+                        *g += 1;
+                        if current_hook().class_cell().get() == PriorityClass::Holder {
+                            seen.store(true, Ordering::Relaxed);
+                        }
+                        if seen.load(Ordering::Relaxed) {
+                            eprintln!("DBG seen at round {round}");
+                        }
+                        round += 1;
+                        begun.store(round, Ordering::Release);
+                        for _ in 0..4 {
+                            footprint::yield_now();
+                        }
+                        hold_for(50);
+                        drop(g);
+                    }
+                    begun.store(u64::MAX, Ordering::Release);
+                    round
+                })
+            };
+            let waiter = {
+                let (m, begun, finished) = (m.clone(), begun.clone(), finished.clone());
+                footprint::spawn(move || {
+                    let mut round = 0;
+                    loop {
+                        let b = loop {
+                            let b = begun.load(Ordering::Acquire);
+                            if b > round {
+                                break b;
+                            }
+                            footprint::yield_now();
+                        };
+                        if b == u64::MAX {
+                            return;
+                        }
+                        *m.lock() += 1;
+                        round += 1;
+                        finished.store(round, Ordering::Release);
+                    }
+                })
+            };
+            let rounds = long.join().unwrap();
+            waiter.join().unwrap();
+            rounds
+        });
+        assert!(
+            seen.load(Ordering::Relaxed),
+            "after {rounds} holds of 50 µs that a waiter parked behind, the holder never \
+             published `Holder`: informing never turned on"
+        );
+        assert_eq!(*m.lock(), 2 * rounds, "every increment landed");
     });
 }

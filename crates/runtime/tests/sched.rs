@@ -481,10 +481,10 @@ fn repeated_fork_join_from_outside_never_hangs() {
 /// Once a green waiter has made a mutex informing, every green holder publishes `Holder` for
 /// the hold and gets its own class back at the release, including an acquisition that found the
 /// lock free (its bookkeeping runs before the compare-and-swap), and a holder that
-/// yields keeps `Holder` while it is ready. A waiter makes it informing once most of the lock's
-/// sampled holds outlasted half a switch: here the holder's holds span yields and the waiter's
-/// (the ones sampled: they began with a wait) a 2 µs spin, and the rounds go on until enough of
-/// them were sampled (one hold in 256 per worker).
+/// yields keeps `Holder` while it is ready. A waiter makes it informing once the lock's holds
+/// read long: here the holder's holds span yields (a waiter that parks behind one sees it
+/// released on its own worker) and the waiter's (timed: they began with a wait) take a 2 µs
+/// spin, and the rounds go on until enough of either were seen.
 #[test]
 fn green_holders_of_an_informing_mutex_publish_holder() {
     with_watchdog(60, "informing mutex classes", || {
@@ -526,10 +526,9 @@ fn green_holders_of_an_informing_mutex_publish_holder() {
                     // However it waited (yields, or a park), it published `Holder` for this
                     // hold once the lock is informing.
                     let class = current_hook().class_cell().get();
-                    // A long hold however fast the switches are: more than half the runtime's
-                    // switch-cost estimate (300 ns), which is what "long" means to the lock. The
-                    // waiter's hold, since only holds that began with a wait are sampled (the
-                    // holder's began on a free lock).
+                    // A long hold however fast the switches are: more than the microsecond
+                    // below which no timed hold counts as long (one in 256 of the waited holds
+                    // is timed).
                     let until = Instant::now() + Duration::from_micros(2);
                     while Instant::now() < until {
                         std::hint::spin_loop();

@@ -32,8 +32,8 @@ const HANDOFF: u32 = 8;
 /// green thread, where classes are read) that went past the quick spin, once most of the lock's
 /// last sampled holds took longer than half a switch ([`holds_worth_informing`]): from then on
 /// holders publish `Holder` and time one hold in
-/// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) (picked by a per-thread count,
-/// [`sample_this_hold`](crate::wait::sample_this_hold)). In the word, so that the fast path's compare-and-swap `0 → LOCKED`
+/// [`HOLD_SAMPLE_EVERY`](crate::wait::history::HOLD_SAMPLE_EVERY) (picked by a per-thread count,
+/// [`sample_this_hold`](crate::wait::history::sample_this_hold)). In the word, so that the fast path's compare-and-swap `0 → LOCKED`
 /// fails on an informing lock and the acquisition does its bookkeeping (the thread-local
 /// lookups, the sampling count) *before* it takes the lock (`lock_informing`,
 /// `acquire_informing`): inside the critical section only the `Holder` store remains.
@@ -187,6 +187,19 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
+    /// [`park_marked`](Self::park_marked) for a green waiter: stamps the park first, so that
+    /// the release that sees it records whether the hold spanned a switch
+    /// ([`HoldHistory::stamp_park`](crate::wait::history::HoldHistory::stamp_park): how a lock whose
+    /// long holds begin on a free lock comes to inform).
+    fn park_marked_stamped(&self, popped: bool) -> bool {
+        let stamp = self.meta.history.stamp_park();
+        let parks = self.park_marked(popped);
+        if let (false, Some(stamp)) = (parks, stamp) {
+            self.meta.history.unstamp_park(stamp);
+        }
+        parks
+    }
+
     /// Whether no thread is parked (the quick spin and the yield phase run only then: a thread
     /// that finds others parked is behind them and parks too, as with parking_lot's `SpinWait`).
     #[inline]
@@ -312,6 +325,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     pub(super) unsafe fn unlock_fair_token(&self, token: HeldToken) -> bool {
         if W::MODE != WaitMode::Spin && self.state.load(Ordering::Relaxed) & PARKED != 0 {
             token.releasing(&self.meta);
+            self.meta.history.record_park_outcome();
             let handed = self.meta.queue.notify_one_deciding(
                 |linked| {
                     if !linked {
@@ -427,7 +441,13 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             waited += wait_until_woken::<W>(
                 &w,
                 &mut || self.may_take(popped.get()),
-                &mut || self.park_marked(popped.get()),
+                &mut || {
+                    if green {
+                        self.park_marked_stamped(popped.get())
+                    } else {
+                        self.park_marked(popped.get())
+                    }
+                },
                 &|| {
                     popped.set(true);
                     self.clear_waking();
@@ -652,6 +672,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         } else {
             base
         };
+        if was & PARKED != 0 {
+            self.meta.history.record_park_outcome();
+        }
         if was & PARKED != 0 && (was & WAKING == 0 || now & LOCKED == 0) {
             self.wake_one();
         }

@@ -10,9 +10,13 @@ use crate::sync::{spin_hint, Ordering, SpinBackoff};
 use std::ptr;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
+pub(crate) mod history;
 mod informed;
 mod queue;
 
+#[cfg(not(loom))]
+pub(crate) use history::LONG_HOLD_FLOOR_NS;
+pub(crate) use history::{sample_this_hold, HoldHistory};
 pub(crate) use informed::{
     green_may_spin, poll_while_changing_hands, quick_spin, spin_budget_ns, wait_until,
     wait_until_woken, yield_phase, Awaited, WaitFor, MAX_BACKOFF_SHIFT,
@@ -70,104 +74,7 @@ impl WaitPolicy for ImmediateBlock {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bellosa's hold-time history and the per-lock metadata.
-
-/// A holder times one acquisition in this many once the lock has been contended.
-pub(crate) const SAMPLE_EVERY: u32 = 32;
-
-/// The TTAS lock times one hold in this many of a thread's holds of contended locks
-/// ([`sample_this_hold`]): its holds are the shortest (a few ns to a few hundred), so two clock
-/// reads (55-75 ns each on this project's VM) in 32 holds were 6 % of a 2-thread loop's samples.
-/// (Under loom no hold is timed, see [`sample_this_hold`].)
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) const HOLD_SAMPLE_EVERY: u32 = 256;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// Holds of contended TTAS locks begun on this OS thread (see [`sample_this_hold`]).
-    static HOLDS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// Whether the hold beginning now should be timed: one in [`HOLD_SAMPLE_EVERY`] of the calling OS
-/// thread's holds of contended locks. A per-thread count keeps the choice off the lock's cache
-/// line. Under loom never (a count shared by the model's runs would make them differ).
-#[inline]
-pub(crate) fn sample_this_hold() -> bool {
-    #[cfg(loom)]
-    {
-        false
-    }
-    #[cfg(not(loom))]
-    HOLDS.with(|c| {
-        let n = c.get().wrapping_add(1);
-        c.set(n);
-        n.is_multiple_of(HOLD_SAMPLE_EVERY)
-    })
-}
-
-/// The last 8 hold times of one lock (nanoseconds, saturated to u32), for the two-phase rule.
-#[derive(Default)]
-pub(crate) struct HoldHistory {
-    slots: [StdAtomicU32; 8],
-    next: StdAtomicU32,
-    /// Set by the first waiter: from then on the holder samples its hold times.
-    sampling: std::sync::atomic::AtomicBool,
-    /// Acquisitions since sampling started (written by holders only).
-    acquisitions: StdAtomicU32,
-}
-
-impl HoldHistory {
-    pub(crate) fn mean_ns(&self) -> u64 {
-        let sum: u64 = self
-            .slots
-            .iter()
-            .map(|s| s.load(Ordering::Relaxed) as u64)
-            .sum();
-        sum / 8
-    }
-
-    /// How many of the last 8 recorded holds took longer than `ns` (slots not yet written
-    /// read 0).
-    #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn holds_longer_than(&self, ns: u64) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| s.load(Ordering::Relaxed) as u64 > ns)
-            .count()
-    }
-
-    /// Records one hold (called by the holder only).
-    pub(crate) fn record(&self, ns: u64) {
-        let i = self.next.load(Ordering::Relaxed);
-        self.next.store(i.wrapping_add(1), Ordering::Relaxed);
-        self.slots[(i & 7) as usize].store(ns.min(u32::MAX as u64) as u32, Ordering::Relaxed);
-    }
-
-    #[inline]
-    pub(crate) fn sampling(&self) -> bool {
-        self.sampling.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn start_sampling(&self) {
-        if !self.sampling.load(Ordering::Relaxed) {
-            self.sampling.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Whether the holder should time this acquisition: one in [`SAMPLE_EVERY`] once sampling.
-    #[inline]
-    pub(crate) fn sample_this(&self) -> bool {
-        if !self.sampling() {
-            return false;
-        }
-        // Holder-only counter: time one acquisition in SAMPLE_EVERY (two clock reads cost
-        // 40-150 ns, more than a short critical section: amortised they must not show).
-        let n = self.acquisitions.load(Ordering::Relaxed);
-        self.acquisitions
-            .store(n.wrapping_add(1), Ordering::Relaxed);
-        n.is_multiple_of(SAMPLE_EVERY)
-    }
-}
+// The per-lock metadata.
 
 /// What every lock carries besides its algorithm's words. `repr(C)`, hot fields first: a lock
 /// whose word precedes its meta (the TTAS lock) finds the counters a contended acquisition
@@ -199,12 +106,7 @@ impl LockMeta {
     pub(crate) const fn new() -> LockMeta {
         LockMeta {
             queue: WaitQueue::new(),
-            history: HoldHistory {
-                slots: [const { StdAtomicU32::new(0) }; 8],
-                next: StdAtomicU32::new(0),
-                sampling: std::sync::atomic::AtomicBool::new(false),
-                acquisitions: StdAtomicU32::new(0),
-            },
+            history: HoldHistory::new(),
             times: LockTimes::new(),
             holder_tid: std::sync::atomic::AtomicI32::new(0),
             holder: StdAtomicU32::new(0),

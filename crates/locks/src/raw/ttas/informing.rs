@@ -9,11 +9,14 @@ use crate::hook::current_hook;
 use crate::hook::scheduler_class_cell;
 use crate::stats;
 use crate::sync::Ordering;
+#[cfg(not(loom))]
+use crate::wait::LONG_HOLD_FLOOR_NS;
 use crate::wait::{sample_this_hold, ClassScope, HeldToken, WaitMode, WaitPolicy};
 
-/// More of the last 8 sampled holds than this must outlast half a switch for a waiter to turn
-/// informing on: most of them, so that one hold stretched by the machine (a preempted
-/// worker's vCPU) does not turn it on for good.
+/// More of the last 8 timed holds than this must count as long, or more of the last 8 parks
+/// behind a hold than this must have found it spanning a switch, for a waiter to turn
+/// informing on: most of them, so that one hold stretched by the machine (a preempted worker's
+/// vCPU) does not turn it on for good.
 #[cfg_attr(loom, allow(dead_code))]
 const LONG_HOLDS_TO_INFORM: usize = 4;
 
@@ -100,7 +103,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
 
     /// The guard state of an acquisition that waited (its class scope entered, `Waiter`
     /// published under informed waiting): publishes `Holder`, counts, and times one hold in
-    /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY) of the thread's waited holds even
+    /// [`HOLD_SAMPLE_EVERY`](crate::wait::history::HOLD_SAMPLE_EVERY) of the thread's waited holds even
     /// where the lock is not informing, so that Bellosa's rule and the spin phase's look at the
     /// holder have a hold time and a holder to go by on OS threads too.
     #[inline]
@@ -163,7 +166,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// Turns informing on (a wait went past the quick spin on a thread whose class a scheduler
     /// reads, on a lock whose holds are long: [`holds_worth_informing`](Self::holds_worth_informing)):
     /// from now on its holders publish `Holder` and time one hold in
-    /// [`HOLD_SAMPLE_EVERY`](crate::wait::HOLD_SAMPLE_EVERY). Called before the waiter publishes
+    /// [`HOLD_SAMPLE_EVERY`](crate::wait::history::HOLD_SAMPLE_EVERY). Called before the waiter publishes
     /// `Waiter`, so that whoever sees the waiter's class sees the mark too. A waiter on a plain
     /// OS thread leaves it alone: the kernel schedules both sides and reads no class.
     #[inline]
@@ -198,13 +201,18 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
-    /// Whether most of the lock's last 8 sampled holds took longer than half a switch (the
-    /// hook's estimate): only then does informing pay (see [`INFORMING`]). A lock whose holds
-    /// have not been sampled yet reads as short. Only holds that began with a wait are sampled
-    /// (an uncontended acquisition reads no clock and no thread-local), so a lock whose long
-    /// holds all begin on a free lock, with short ones behind its waits, stays plain. Under loom (no clock, no samples) the lock's
-    /// constructor says (`new`: long, `with_short_holds`: short), so that the models check the
-    /// protocol both on a word whose bit a waiter sets and on one where nobody does.
+    /// Whether the lock's holds are long enough for informing to pay (see [`INFORMING`]): most
+    /// of its last 8 timed holds took longer than half a switch (the hook's estimate, and at
+    /// least [`LONG_HOLD_FLOOR_NS`]), or most of the last 8 green waiters that parked behind a
+    /// hold found it spanning a switch ([`HoldHistory::record_park_outcome`]). A lock with
+    /// neither yet reads as short. The timed holds are those that began with a wait (an
+    /// uncontended acquisition reads no clock and no thread-local); the parks cover a lock whose
+    /// long holds all begin on a free lock, with short ones behind its waits. Under loom (no
+    /// clock, no samples) the lock's constructor says (`new`: long, `with_short_holds`: short),
+    /// so that the models check the protocol both on a word whose bit a waiter sets and on one
+    /// where nobody does.
+    ///
+    /// [`HoldHistory::record_park_outcome`]: crate::wait::history::HoldHistory::record_park_outcome
     #[inline]
     pub(super) fn holds_worth_informing(&self) -> bool {
         #[cfg(loom)]
@@ -213,10 +221,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
         #[cfg(not(loom))]
         {
-            self.meta
-                .history
-                .holds_longer_than(current_hook().switch_cost_ns() / 2)
-                > LONG_HOLDS_TO_INFORM
+            let history = &self.meta.history;
+            let long = (current_hook().switch_cost_ns() / 2).max(LONG_HOLD_FLOOR_NS);
+            history.holds_longer_than(long) > LONG_HOLDS_TO_INFORM
+                || history.parks_behind_long_holds() as usize > LONG_HOLDS_TO_INFORM
         }
     }
 }
