@@ -29,8 +29,8 @@ const WAKING: u32 = 4;
 /// that clears this mark owns the lock.
 const HANDOFF: u32 = 8;
 /// "Informing on", set for good by a waiter on a thread that a scheduler hook schedules (a
-/// green thread, where classes are read) that went past the quick spin, once most of the lock's
-/// last sampled holds took longer than half a switch ([`holds_worth_informing`]): from then on
+/// green thread, where classes are read) that went past the quick spin, once the lock's holds
+/// read as spanning switches ([`holds_worth_informing`]): from then on
 /// holders publish `Holder` and time one hold in
 /// [`HOLD_SAMPLE_EVERY`](crate::wait::history::HOLD_SAMPLE_EVERY) (picked by a per-thread count,
 /// [`sample_this_hold`](crate::wait::history::sample_this_hold)). In the word, so that the fast path's compare-and-swap `0 → LOCKED`
@@ -645,8 +645,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     }
 
     /// The slow part of a release whose swap took more than `LOCKED` off the word (`was`, the
-    /// word before it; `base`, what the swap left): puts `PARKED` and `INFORMING` back, then
-    /// wakes one parked thread unless a wake-up is in flight and the lock is held again.
+    /// word before it; `base`, what the swap left): puts `PARKED` and `INFORMING` back, then,
+    /// where a thread was parked, records how the hold it parked behind ended (the lock's
+    /// history) and wakes one parked thread unless a wake-up is in flight and the lock is held
+    /// again.
     ///
     /// Between the swap and the restore the word lacks those bits: an arrival may take the lock
     /// (and an informing lock's arrival then skips its bookkeeping once), and a waiter's last
@@ -674,9 +676,9 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         };
         if was & PARKED != 0 {
             self.meta.history.record_park_outcome();
-        }
-        if was & PARKED != 0 && (was & WAKING == 0 || now & LOCKED == 0) {
-            self.wake_one();
+            if was & WAKING == 0 || now & LOCKED == 0 {
+                self.wake_one();
+            }
         }
     }
 

@@ -53,7 +53,9 @@ pub(crate) const LONG_HOLD_FLOOR_NS: u64 = 1_000;
 const STAMP_TIME_BITS: u32 = 42;
 const STAMP_TIME_MASK: u64 = (1 << STAMP_TIME_BITS) - 1;
 
-/// The last 8 hold times of one lock (nanoseconds, saturated to u32), for the two-phase rule.
+/// The last 8 hold times of one lock (nanoseconds, saturated to u32), for the two-phase rule,
+/// and how the last 8 parks of green waiters behind its holds ended, for the gate of its
+/// informing.
 #[derive(Default)]
 pub(crate) struct HoldHistory {
     slots: [StdAtomicU32; 8],
@@ -180,8 +182,8 @@ impl HoldHistory {
 
     /// How many of the last 8 parks behind a hold found it spanning a switch.
     #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn parks_behind_long_holds(&self) -> u32 {
-        self.park_spans.load(Ordering::Relaxed).count_ones()
+    pub(crate) fn parks_behind_long_holds(&self) -> usize {
+        self.park_spans.load(Ordering::Relaxed).count_ones() as usize
     }
 
     /// Whether the holder should time this acquisition: one in [`SAMPLE_EVERY`] once sampling.

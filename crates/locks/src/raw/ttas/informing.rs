@@ -224,7 +224,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             let history = &self.meta.history;
             let long = (current_hook().switch_cost_ns() / 2).max(LONG_HOLD_FLOOR_NS);
             history.holds_longer_than(long) > LONG_HOLDS_TO_INFORM
-                || history.parks_behind_long_holds() as usize > LONG_HOLDS_TO_INFORM
+                || history.parks_behind_long_holds() > LONG_HOLDS_TO_INFORM
         }
     }
 }
