@@ -17,10 +17,11 @@
 //! are released in reverse order of acquisition). The default TTAS mutex publishes only where
 //! the class can be read: on a thread with a scheduler hook (a green thread), for a waiter that
 //! parked, and for every holder once the lock is informing: a waiter went past its quick spin
-//! while most of the lock's sampled holds outlasted half a switch (a green holder stops running
-//! only where it parks or yields, so a short hold's class tells the scheduler nothing, and its
-//! bookkeeping lengthened every hand-over of a hot lock). Its uncontended lock and unlock touch
-//! no class at all.
+//! while the lock's holds read as spanning switches (most of its timed holds outlasted half a
+//! switch, or most green waiters that parked behind a hold saw it do so). A green holder stops
+//! running only where it parks or yields, so a short hold's class tells the scheduler nothing,
+//! and its bookkeeping lengthened every hand-over of a hot lock. Its uncontended lock and
+//! unlock touch no class at all.
 //!
 //! # How waiting decides
 //! Each primitive takes a [`WaitPolicy`] type parameter: [`Informed`] (default), [`AlwaysSpin`]

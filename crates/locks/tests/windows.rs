@@ -230,8 +230,8 @@ fn a_timed_waiter_woken_by_unlock_lets_the_next_unlock_wake() {
 /// The default `Mutex` publishes its holder's class only where a scheduler can read it: on a
 /// thread with a scheduler hook. A waiter that parked publishes `Holder` when it gets the lock
 /// and restores its class at its release; other holders publish only once the lock is
-/// informing, which takes most of its sampled holds outlasting half a switch (one contended
-/// wait does not: `tests/informing.rs` in the root crate turns it on with long holds). A plain
+/// informing, which takes its holds reading as spanning switches (one contended wait does
+/// not: `tests/informing.rs` in the root crate turns it on with long holds). A plain
 /// OS thread (no hook) publishes nothing.
 #[test]
 fn default_mutex_publishes_holder_for_parked_waiters_and_only_for_a_scheduler() {

@@ -53,6 +53,11 @@ pub(crate) const LONG_HOLD_FLOOR_NS: u64 = 1_000;
 const STAMP_TIME_BITS: u32 = 42;
 const STAMP_TIME_MASK: u64 = (1 << STAMP_TIME_BITS) - 1;
 
+/// The calling OS thread's part of a park stamp (its id, in the bits above the clock's).
+fn stamp_thread() -> u64 {
+    crate::os::current_tid() as u64 & ((1 << (64 - STAMP_TIME_BITS)) - 1)
+}
+
 /// The last 8 hold times of one lock (nanoseconds, saturated to u32), for the two-phase rule,
 /// and how the last 8 parks of green waiters behind its holds ended, for the gate of its
 /// informing.
@@ -138,8 +143,7 @@ impl HoldHistory {
         if now == 0 {
             return None;
         }
-        let tid = crate::os::current_tid() as u64 & ((1 << (64 - STAMP_TIME_BITS)) - 1);
-        let stamp = tid << STAMP_TIME_BITS | now & STAMP_TIME_MASK;
+        let stamp = stamp_thread() << STAMP_TIME_BITS | now & STAMP_TIME_MASK;
         (stamp != 0
             && self
                 .park_stamp
@@ -172,9 +176,8 @@ impl HoldHistory {
         {
             return;
         }
-        let tid = crate::os::current_tid() as u64 & ((1 << (64 - STAMP_TIME_BITS)) - 1);
         let elapsed = stats::now_ns().wrapping_sub(stamp) & STAMP_TIME_MASK;
-        let spanned = stamp >> STAMP_TIME_BITS == tid || elapsed > LONG_HOLD_FLOOR_NS;
+        let spanned = stamp >> STAMP_TIME_BITS == stamp_thread() || elapsed > LONG_HOLD_FLOOR_NS;
         let spans = self.park_spans.load(Ordering::Relaxed);
         self.park_spans
             .store((spans << 1 | spanned as u32) & 0xff, Ordering::Relaxed);
