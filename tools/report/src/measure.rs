@@ -87,12 +87,32 @@ fn calibrate(per_rep: f64, f: &mut dyn FnMut(u64) -> Duration) -> u64 {
 /// calibrated so that one repetition takes about `budget / reps`, then `reps` repetitions.
 pub fn per_iteration(budget: Duration, reps: usize, mut f: impl FnMut(u64) -> Duration) -> Sample {
     let reps = reps.max(1);
-    let iters = calibrate(budget.as_secs_f64() / reps as f64, &mut f);
+    let per_rep = budget.as_secs_f64() / reps as f64;
+    let iters = calibrate(per_rep, &mut f);
     Sample {
         values: (0..reps)
-            .map(|_| f(iters).as_nanos() as f64 / iters as f64)
+            .map(|_| one_repetition(per_rep, iters, &mut f))
             .collect(),
     }
+}
+
+/// Time per iteration over one repetition: calls of `f(iters)` until they have taken half of
+/// `per_rep` (one call where the calibration was right).
+///
+/// Why not one call whatever it takes: a calibration can meet a state of the machine that the
+/// repetitions do not. Under multiprogramming the always-spin variant of 002's loop calibrated
+/// at 300–500 µs per iteration (its threads preempted while their partner spins) to ~900
+/// iterations, and 4 of its 7 repetitions then finished in 0.47 ms, inside one window in which
+/// the kernel happened to run both of its threads, at the idle machine's 510 ns per iteration:
+/// their median said that spinning costs nothing at degree 3. A repetition as long as planned
+/// spans many time slices, which is what the experiment measures.
+fn one_repetition(per_rep: f64, iters: u64, f: &mut dyn FnMut(u64) -> Duration) -> f64 {
+    let (mut total, mut done) = (Duration::ZERO, 0u64);
+    while done == 0 || total.as_secs_f64() < per_rep / 2.0 {
+        total += f(iters);
+        done += iters;
+    }
+    total.as_nanos() as f64 / done as f64
 }
 
 /// [`per_iteration`] for several programs compared with each other, each given `budget`: each is
@@ -109,8 +129,44 @@ pub fn per_iteration_interleaved(
     let mut samples = vec![Sample { values: Vec::new() }; fs.len()];
     for _ in 0..reps {
         for ((f, &n), sample) in fs.iter_mut().zip(&iters).zip(samples.iter_mut()) {
-            sample.values.push(f(n).as_nanos() as f64 / n as f64);
+            sample.values.push(one_repetition(per_rep, n, *f));
         }
     }
     samples
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scripted program: call `k` takes `times_ms[k]` (the last one repeats).
+    fn scripted(times_ms: &'static [u64]) -> impl FnMut(u64) -> Duration {
+        let mut call = 0;
+        move |_iters| {
+            let t = times_ms[call.min(times_ms.len() - 1)];
+            call += 1;
+            Duration::from_millis(t)
+        }
+    }
+
+    #[test]
+    fn a_repetition_shorter_than_planned_is_extended_until_it_lasts_half_its_budget() {
+        // Planned 400 ms: two quick calls (1 ms each, inside one lucky time slice) are not a
+        // repetition; the third call's 300 ms brings it past 200 ms.
+        let mut f = scripted(&[1, 1, 300]);
+        let ns = one_repetition(0.4, 10, &mut f);
+        assert_eq!(ns, 302e6 / 30.0);
+    }
+
+    #[test]
+    fn a_repetition_as_long_as_planned_is_one_call() {
+        let mut calls = 0;
+        let mut f = |_iters| {
+            calls += 1;
+            Duration::from_millis(250)
+        };
+        let ns = one_repetition(0.4, 1000, &mut f);
+        assert_eq!(calls, 1);
+        assert_eq!(ns, 250e6 / 1000.0);
+    }
 }
