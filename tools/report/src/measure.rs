@@ -105,15 +105,20 @@ pub fn per_iteration(budget: Duration, reps: usize, mut f: impl FnMut(u64) -> Du
 /// iterations, and 4 of its 7 repetitions then finished in 0.47 ms, inside one window in which
 /// the kernel happened to run both of its threads, at the idle machine's 510 ns per iteration:
 /// their median said that spinning costs nothing at degree 3. A repetition as long as planned
-/// spans many time slices, which is what the experiment measures.
+/// spans many time slices, which is what the experiment measures. (At most
+/// [`MAX_CALLS_PER_REPETITION`] calls: a program that reports no time at all ends too.)
 fn one_repetition(per_rep: f64, iters: u64, f: &mut dyn FnMut(u64) -> Duration) -> f64 {
-    let (mut total, mut done) = (Duration::ZERO, 0u64);
-    while done == 0 || total.as_secs_f64() < per_rep / 2.0 {
+    let (mut total, mut done, mut calls) = (Duration::ZERO, 0u64, 0u32);
+    while calls == 0 || total.as_secs_f64() < per_rep / 2.0 && calls < MAX_CALLS_PER_REPETITION {
         total += f(iters);
         done += iters;
+        calls += 1;
     }
     total.as_nanos() as f64 / done as f64
 }
+
+/// Calls of the program one repetition makes at most ([`one_repetition`]).
+const MAX_CALLS_PER_REPETITION: u32 = 10_000;
 
 /// [`per_iteration`] for several programs compared with each other, each given `budget`: each is
 /// calibrated, then `reps` rounds time each once, in turn (see [`repeat_whole_interleaved`] for
@@ -168,5 +173,11 @@ mod tests {
         let ns = one_repetition(0.4, 1000, &mut f);
         assert_eq!(calls, 1);
         assert_eq!(ns, 250e6 / 1000.0);
+    }
+
+    #[test]
+    fn a_program_that_reports_no_time_ends_its_repetition() {
+        let mut f = scripted(&[0]);
+        assert_eq!(one_repetition(0.4, 10, &mut f), 0.0);
     }
 }
