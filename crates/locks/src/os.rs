@@ -64,12 +64,21 @@ pub fn switch_cost_ns() -> u64 {
 /// into [`switch_cost_ns`]. Samples taken while the machine is oversubscribed are dropped: the
 /// thread then waited for a CPU, which spinning would not have saved either.
 pub(crate) fn record_wake_latency(ns: u64) {
-    if SWITCH_COST_FIXED.load(Ordering::Relaxed) || oversubscribed_hint() {
+    if !wants_wake_latency() {
         return;
     }
     let old = SWITCH_COST_NS.load(Ordering::Relaxed);
     // A lost update between two racing wake-ups loses one sample of an average: harmless.
     SWITCH_COST_NS.store(averaged_switch_cost(old, ns), Ordering::Relaxed);
+}
+
+/// Whether a wake-up latency measured now would be kept ([`record_wake_latency`]): the
+/// estimate is not fixed and the machine is not oversubscribed. A park asks before it pays for
+/// the measurement (a clock read by the notifier, two `getrusage` calls by the parked thread):
+/// on an oversubscribed machine every sample was dropped, and the two calls were 2 % of the
+/// CPU time of 002's loop at degree 4, where every barrier wait parks.
+pub(crate) fn wants_wake_latency() -> bool {
+    !SWITCH_COST_FIXED.load(Ordering::Relaxed) && !oversubscribed_hint()
 }
 
 /// One step of [`switch_cost_ns`]'s moving average: `old` moved an eighth of the way to the

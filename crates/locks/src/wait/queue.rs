@@ -37,9 +37,9 @@ pub(crate) struct WaitNode {
     /// otherwise): the woken thread measures its wake-up latency from it, which is what a park
     /// costs on this machine ([`crate::os::record_wake_latency`]).
     notified_at_ns: AtomicU64,
-    /// Whether the notifier stamps `notified_at_ns` (a plain OS thread's park: a green
-    /// thread's runtime knows its own switch cost, and its unpark is too cheap for a clock
-    /// read).
+    /// Whether the notifier stamps `notified_at_ns` (a plain OS thread's park whose wake-up
+    /// latency would be kept, [`crate::os::wants_wake_latency`]: a green thread's runtime
+    /// knows its own switch cost, and its unpark is too cheap for a clock read).
     stamped: bool,
 }
 
@@ -52,7 +52,7 @@ impl WaitNode {
             unparker: hook.current_unparker(),
             next: AtomicPtr::new(ptr::null_mut()),
             notified_at_ns: AtomicU64::new(0),
-            stamped: !hook.is_green(),
+            stamped: !hook.is_green() && crate::os::wants_wake_latency(),
         }
     }
 
