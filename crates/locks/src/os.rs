@@ -23,7 +23,8 @@ use loom::thread as park_thread;
 #[cfg(not(loom))]
 use std::thread as park_thread;
 
-/// How often (at most) the run-queue signal is re-sampled, in nanoseconds.
+/// How often (at most) [`oversubscribed`] re-samples the run queue while the signal is off, in
+/// nanoseconds ([`OVERSUBSCRIBED_RESAMPLE_NS`] while it is on).
 pub const SAMPLE_INTERVAL_NS: u64 = 2_000_000;
 
 /// Estimate of one park plus one unpark of an OS thread, in nanoseconds, until parked threads
@@ -242,7 +243,8 @@ pub fn oversubscribed_hint() -> bool {
 }
 
 /// Whether more threads are runnable than there are CPUs for this process (sampled at most
-/// every [`SAMPLE_INTERVAL_NS`]).
+/// every [`SAMPLE_INTERVAL_NS`]; sooner while it says yes or a lone reading awaits confirmation,
+/// see [`oversubscribed_within`]).
 pub fn oversubscribed() -> bool {
     oversubscribed_within(SAMPLE_INTERVAL_NS)
 }
@@ -256,7 +258,10 @@ pub fn oversubscribed() -> bool {
 /// per iteration).
 pub const SPIN_SAMPLE_INTERVAL_NS: u64 = 20_000;
 
-/// [`oversubscribed`] re-sampled if the last sample is older than `max_age_ns`.
+/// [`oversubscribed`] re-sampled if the last sample is older than `max_age_ns`, or than the
+/// shorter age a suspect sample ([`SPIN_SAMPLE_INTERVAL_NS`]) or an oversubscribed one
+/// ([`OVERSUBSCRIBED_RESAMPLE_NS`]) allows. A lone reading in excess is believed only once the
+/// next confirms it.
 pub fn oversubscribed_within(max_age_ns: u64) -> bool {
     match FORCED.load(Ordering::Relaxed) {
         1 => return false,
