@@ -626,6 +626,46 @@ fn select_two_senders_one_wins() {
     });
 }
 
+/// Select without waiting is linearizable: channel 1 holds a message while another thread
+/// sends on channel 2 and only then takes channel 1's message, so at every instant one of the
+/// two holds one, and `try_select` (looking at channel 2 first) must find it, whatever the
+/// interleaving of its looks with that thread's send and take.
+#[test]
+fn try_select_sees_a_message_moved_between_its_looks() {
+    model(|| {
+        let (tx1, rx1) = channel::bounded::<usize>(1);
+        let (tx2, rx2) = channel::bounded::<usize>(1);
+        tx1.send(1).unwrap();
+        let rx1b = rx1.clone();
+        let h = thread::spawn(move || {
+            tx2.send(2).unwrap();
+            rx1b.try_recv().is_ok()
+        });
+        let mut sel = channel::Select::new();
+        let b = sel.recv(&rx2);
+        let a = sel.recv(&rx1);
+        let oper = sel
+            .try_select()
+            .expect("one of the two channels holds a message");
+        let got = if oper.index() == a {
+            oper.recv(&rx1).unwrap()
+        } else {
+            assert_eq!(oper.index(), b);
+            oper.recv(&rx2).unwrap()
+        };
+        let took_first = h.join().unwrap();
+        // The message the select did not take is still where it was, or with the other thread.
+        let left = rx1
+            .try_recv()
+            .ok()
+            .into_iter()
+            .chain(rx2.try_recv().ok())
+            .count();
+        assert_eq!(usize::from(took_first) + left + 1, 2);
+        assert!(got == 1 || got == 2);
+    });
+}
+
 /// Select: a disconnection races the registration; the select sees the disconnected arm.
 #[test]
 fn select_sees_a_racing_disconnection() {

@@ -295,10 +295,18 @@ impl<'a> Select<'a> {
 
     /// Tries the operations in random order; then, unless `limit` is `Some(None)` (no
     /// waiting), waits until one becomes possible or the deadline `limit` passes.
+    ///
+    /// Before saying that none is possible it looks once more, in the same order. One pass
+    /// alone is not linearizable: it may find channel A empty, and then B empty because another
+    /// thread sent on A and only then took B's message, although at every instant one of the
+    /// two held a message. The second pass looks at A after that send.
     fn run(&mut self, mode: Mode, limit: Option<Option<Instant>>) -> Option<SelectedOperation<'a>> {
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
+        let mut last_look = false;
         loop {
-            shuffle(&mut order);
+            if !last_look {
+                shuffle(&mut order);
+            }
             for &k in &order {
                 let (e, _) = self.ops[k];
                 let pick = match (mode, e.is_send()) {
@@ -311,8 +319,15 @@ impl<'a> Select<'a> {
                 }
             }
             let deadline = match limit {
-                Some(None) => return None,
-                Some(Some(d)) if Instant::now() >= d => return None,
+                _ if last_look => return None,
+                Some(None) => {
+                    last_look = true;
+                    continue;
+                }
+                Some(Some(d)) if Instant::now() >= d => {
+                    last_look = true;
+                    continue;
+                }
                 Some(Some(d)) => Some(d),
                 None => None,
             };
