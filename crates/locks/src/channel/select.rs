@@ -299,7 +299,10 @@ impl<'a> Select<'a> {
     /// Before saying that none is possible it looks once more, in the same order. One pass
     /// alone is not linearizable: it may find channel A empty, and then B empty because another
     /// thread sent on A and only then took B's message, although at every instant one of the
-    /// two held a message. The second pass looks at A after that send.
+    /// two held a message. The second pass looks at A after that send. A message that another
+    /// thread keeps moving from channel to channel, always into one already looked at, can
+    /// still escape both passes: there is no snapshot across channels (crossbeam's select
+    /// looks twice the same way).
     fn run(&mut self, mode: Mode, limit: Option<Option<Instant>>) -> Option<SelectedOperation<'a>> {
         let mut order: Vec<usize> = (0..self.ops.len()).collect();
         let mut last_look = false;
