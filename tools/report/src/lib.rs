@@ -42,6 +42,7 @@ mod csv;
 pub mod experiments;
 mod header;
 mod html;
+mod interval;
 mod markdown;
 mod measure;
 mod model;
