@@ -48,7 +48,17 @@ pub struct CalibrateOptions {
     pub machine: MachineId,
     /// The cache file; `None`: measure and keep nothing.
     pub cache_file: Option<PathBuf>,
+    /// Check a cached calibration with one copy on one thread before using it (default
+    /// `true`): where that copy runs more than [`STALE_FACTOR`] times as fast as the cache says,
+    /// the cache was measured in a slower state of the machine (a busy moment, another host of
+    /// a VM) and everything is measured again. The check costs one thread count's measurement.
+    pub recheck: bool,
 }
+
+/// How much faster than its cached single-thread rate a copy must run now for the cache to be
+/// measured again ([`CalibrateOptions::recheck`]). Generous: a copy that runs slower now (the
+/// machine is busy) keeps the cache, and run-to-run noise of one copy stays well below 2×.
+pub const STALE_FACTOR: f64 = 2.0;
 
 /// Twice the last-level cache (from sysfs), at least 32 MiB and at most 256 MiB: STREAM asks
 /// for arrays well above the caches, and the cap keeps a calibration of a machine with a huge
@@ -82,6 +92,7 @@ impl Default for CalibrateOptions {
             repeats: 5,
             machine: MachineId::current(),
             cache_file: default_cache_file(),
+            recheck: true,
         }
     }
 }
@@ -204,8 +215,8 @@ impl fmt::Display for CalibrateError {
 impl std::error::Error for CalibrateError {}
 
 /// This machine's copy bandwidth with 1..N threads: from the cache file when it was measured on
-/// this CPU model and count, else measured now (a fraction of a second per thread count) and
-/// cached.
+/// this CPU model and count and one copy now does not run more than [`STALE_FACTOR`] times as
+/// fast as it says, else measured now (a fraction of a second per thread count) and cached.
 pub fn calibrate() -> Result<Calibration, CalibrateError> {
     calibrate_with(&CalibrateOptions::default())
 }
@@ -214,11 +225,18 @@ pub fn calibrate() -> Result<Calibration, CalibrateError> {
 pub fn calibrate_with(opts: &CalibrateOptions) -> Result<Calibration, CalibrateError> {
     if let Some(path) = &opts.cache_file {
         if let Some(rates) = read_cache(path, &opts.machine, opts.array_bytes) {
-            return Ok(Calibration {
-                machine: opts.machine.clone(),
-                total_rates: rates,
-                cache: CacheState::Hit(path.clone()),
-            });
+            // A copy rate cached during a loaded run here (5.6 GB/s, where fresh calibrations
+            // read 69-74 GB/s) refused every later reservation above it.
+            let stale = opts.recheck
+                && copy_rate(1, opts.array_bytes / 8, opts.repeats.max(1))?
+                    > STALE_FACTOR * rates[0];
+            if !stale {
+                return Ok(Calibration {
+                    machine: opts.machine.clone(),
+                    total_rates: rates,
+                    cache: CacheState::Hit(path.clone()),
+                });
+            }
         }
     }
     let total_rates = measure(opts)?;
@@ -364,7 +382,43 @@ mod tests {
                 cpus,
             },
             cache_file: Some(path),
+            // The tests below that expect a hit must not depend on one copy's noise.
+            recheck: false,
         }
+    }
+
+    #[test]
+    fn a_cache_far_slower_than_a_copy_now_is_measured_again() {
+        let mut o = opts("stale", "M", 1);
+        o.recheck = true;
+        let path = o.cache_file.clone().unwrap();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // 1 kB/s: any copy now runs far faster than STALE_FACTOR times that.
+        write_cache(&path, &o.machine, o.array_bytes, &[1000.0]).unwrap();
+        let c = calibrate_with(&o).unwrap();
+        assert_eq!(c.cache, CacheState::Stored(path.clone()));
+        assert!(c.total_rates[0] > STALE_FACTOR * 1000.0);
+        // What was measured is cached: read back as written.
+        assert_eq!(
+            read_cache(&path, &o.machine, o.array_bytes).map(|r| r[0].round()),
+            Some(c.total_rates[0].round())
+        );
+        fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_cache_faster_than_a_copy_now_is_kept() {
+        let mut o = opts("fast", "M", 1);
+        o.recheck = true;
+        let path = o.cache_file.clone().unwrap();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // 1 PB/s: no copy now runs faster, so the cache stands (a busy machine copies slower
+        // than its capacity; that is no reason to measure again).
+        write_cache(&path, &o.machine, o.array_bytes, &[1e15]).unwrap();
+        let c = calibrate_with(&o).unwrap();
+        assert_eq!(c.cache, CacheState::Hit(path.clone()));
+        assert_eq!(c.total_rates, vec![1e15]);
+        fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use admission::{Admission, AdmissionError, Capacity, GrantId, MAX_REQUEST_SH
 pub use bucket::TokenBucket;
 pub use calibrate::{
     calibrate, calibrate_with, default_array_bytes, default_cache_file, measure, CacheState,
-    CalibrateError, CalibrateOptions, Calibration, MachineId,
+    CalibrateError, CalibrateOptions, Calibration, MachineId, STALE_FACTOR,
 };
 pub use source::{resctrl, TrafficSource};
 pub use throttle::{ReservedSample, Throttle, ThrottleConfig, ThrottleController};

@@ -51,7 +51,7 @@ pub use stats::BandwidthStats;
 pub use footprint_bandwidth::{
     calibrate, calibrate_with, default_array_bytes, default_cache_file, resctrl, AdmissionError,
     CacheState, CalibrateError, CalibrateOptions, Calibration, Capacity, MachineId, ThrottleConfig,
-    TrafficSource, MAX_REQUEST_SHARE,
+    TrafficSource, STALE_FACTOR,
 };
 
 use crate::context;

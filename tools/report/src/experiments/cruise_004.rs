@@ -226,6 +226,21 @@ fn on_machine(steps: usize, ctx: &Ctx) -> Result<Machine, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let array_bytes = GRID * GRID * 8;
+    let cal = bandwidth::calibrate_with(&bandwidth::CalibrateOptions {
+        array_bytes,
+        cache_file: bandwidth::default_cache_file()
+            .map(|p| p.with_file_name(format!("bandwidth-v1-{array_bytes}.txt"))),
+        ..bandwidth::CalibrateOptions::default()
+    })
+    .map_err(|e| e.to_string())?;
+    // The calibration measured 1 up to one thread per CPU; more workers than CPUs copy no faster.
+    let copiers = workers.min(cal.total_rates.len());
+    let rate = *cal
+        .total_rates
+        .get(copiers.max(1) - 1)
+        .ok_or("the bandwidth calibration measured no rate")?;
+    rt.set_bandwidth_capacity(Capacity::new(rate, workers).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let (mut a, mut b) = (vec![1.0f64; GRID * GRID], vec![0.0f64; GRID * GRID]);
     let mut alone: Vec<Duration> = (0..30)
         .map(|_| {
@@ -238,40 +253,6 @@ fn on_machine(steps: usize, ctx: &Ctx) -> Result<Machine, String> {
     alone.sort();
     let deadline = alone[alone.len() / 2].mul_f64(1.5);
     let step_bytes = (2 * array_bytes) as u64;
-    // What the stencil reserves with the control on: its bytes per step within 80 % of the deadline.
-    let need = step_bytes as f64 / (0.8 * deadline.as_secs_f64());
-    let options = bandwidth::CalibrateOptions {
-        array_bytes,
-        cache_file: bandwidth::default_cache_file()
-            .map(|p| p.with_file_name(format!("bandwidth-v1-{array_bytes}.txt"))),
-        ..bandwidth::CalibrateOptions::default()
-    };
-    let mut cal = bandwidth::calibrate_with(&options).map_err(|e| e.to_string())?;
-    // The calibration measured 1 up to one thread per CPU; more workers than CPUs copy no faster.
-    let copiers = workers.min(cal.total_rates.len());
-    let rate_of = |cal: &bandwidth::Calibration| {
-        cal.total_rates
-            .get(copiers.max(1) - 1)
-            .copied()
-            .ok_or("the bandwidth calibration measured no rate")
-    };
-    let mut rate = rate_of(&cal)?;
-    // A cached calibration that cannot admit what the stencil alone just moved was measured in
-    // a slower state of the machine (under load, or on another host of a VM): a copy rate of
-    // 5.6 GB/s cached during a loaded run here refused the stencil's 20 GB/s in every later
-    // run, where a fresh one measures 69 GB/s. Measure again, and cache that.
-    let mut stale = None;
-    if let bandwidth::CacheState::Hit(path) = &cal.cache {
-        if need > bandwidth::MAX_REQUEST_SHARE * rate {
-            stale = Some(rate);
-            // A file that cannot be removed is overwritten by the new calibration anyway.
-            let _ = std::fs::remove_file(path);
-            cal = bandwidth::calibrate_with(&options).map_err(|e| e.to_string())?;
-            rate = rate_of(&cal)?;
-        }
-    }
-    rt.set_bandwidth_capacity(Capacity::new(rate, workers).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
     let per = 64 << 20 >> 4;
     let mut streams: Vec<(Vec<f64>, Vec<f64>)> = (0..streamers(workers))
         .map(|_| (vec![1.0; per], vec![0.0; per]))
@@ -295,6 +276,7 @@ fn on_machine(steps: usize, ctx: &Ctx) -> Result<Machine, String> {
         let t0 = Instant::now();
         let (lat, missed, back) = rt.block_on(|| -> Result<_, String> {
             let reservation = if on {
+                let need = step_bytes as f64 / (0.8 * deadline.as_secs_f64());
                 Some(rt.reserve_bandwidth(need).map_err(|e| e.to_string())?)
             } else {
                 None
@@ -357,14 +339,6 @@ fn on_machine(steps: usize, ctx: &Ctx) -> Result<Machine, String> {
         deadline,
         modes,
         source: rt.stats().bandwidth.source.to_string(),
-        capacity: match stale {
-            None => format!("{:.0} MB/s with {copiers} threads", rate / 1e6),
-            Some(old) => format!(
-                "{:.0} MB/s with {copiers} threads, measured again: the cached {:.0} MB/s could \
-                 not admit the stencil's own rate",
-                rate / 1e6,
-                old / 1e6
-            ),
-        },
+        capacity: format!("{:.0} MB/s with {copiers} threads", rate / 1e6),
     })
 }
