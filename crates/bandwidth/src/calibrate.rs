@@ -388,14 +388,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_cache_far_slower_than_a_copy_now_is_measured_again() {
-        let mut o = opts("stale", "M", 1);
+    /// Options that check the cache, whose file says one thread copies `rate` bytes/s.
+    fn rechecked_cache_of(dir: &str, rate: f64) -> (CalibrateOptions, PathBuf) {
+        let mut o = opts(dir, "M", 1);
         o.recheck = true;
         let path = o.cache_file.clone().unwrap();
         fs::create_dir_all(path.parent().unwrap()).unwrap();
+        write_cache(&path, &o.machine, o.array_bytes, &[rate]).unwrap();
+        (o, path)
+    }
+
+    #[test]
+    fn a_cache_far_slower_than_a_copy_now_is_measured_again() {
         // 1 kB/s: any copy now runs far faster than STALE_FACTOR times that.
-        write_cache(&path, &o.machine, o.array_bytes, &[1000.0]).unwrap();
+        let (o, path) = rechecked_cache_of("stale", 1000.0);
         let c = calibrate_with(&o).unwrap();
         assert_eq!(c.cache, CacheState::Stored(path.clone()));
         assert!(c.total_rates[0] > STALE_FACTOR * 1000.0);
@@ -409,13 +415,9 @@ mod tests {
 
     #[test]
     fn a_cache_faster_than_a_copy_now_is_kept() {
-        let mut o = opts("fast", "M", 1);
-        o.recheck = true;
-        let path = o.cache_file.clone().unwrap();
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
         // 1 PB/s: no copy now runs faster, so the cache stands (a busy machine copies slower
         // than its capacity; that is no reason to measure again).
-        write_cache(&path, &o.machine, o.array_bytes, &[1e15]).unwrap();
+        let (o, path) = rechecked_cache_of("fast", 1e15);
         let c = calibrate_with(&o).unwrap();
         assert_eq!(c.cache, CacheState::Hit(path.clone()));
         assert_eq!(c.total_rates, vec![1e15]);
