@@ -48,10 +48,10 @@ pub struct CalibrateOptions {
     pub machine: MachineId,
     /// The cache file; `None`: measure and keep nothing.
     pub cache_file: Option<PathBuf>,
-    /// Check a cached calibration with one copy on one thread before using it (default
-    /// `true`): where that copy runs more than [`STALE_FACTOR`] times as fast as the cache says,
-    /// the cache was measured in a slower state of the machine (a busy moment, another host of
-    /// a VM) and everything is measured again. The check costs two copies on one thread.
+    /// Check a cached calibration with a copy on one thread (the best of two) before using it
+    /// (default `true`): where that copy runs more than [`STALE_FACTOR`] times as fast as the
+    /// cache says, the cache was measured in a slower state of the machine (a busy moment,
+    /// another host of a VM) and everything is measured again.
     pub recheck: bool,
 }
 
