@@ -10,6 +10,8 @@
 //! of the others. Resampling each sample's repetitions and recomputing the same statistic
 //! (the best peer chosen again each time) shows how much of a ratio the run can resolve.
 
+use footprint_sim::rng::SplitMix64;
+
 use crate::measure::{median, Sample};
 
 /// Resamples of [`ratio_to_best_interval`].
@@ -23,7 +25,7 @@ pub fn ratio_to_best_interval(num: &Sample, dens: &[&Sample]) -> Option<(f64, f6
     if num.values.is_empty() || dens.is_empty() || dens.iter().any(|d| d.values.is_empty()) {
         return None;
     }
-    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let mut rng = SplitMix64::new(0x2545_f491_4f6c_dd1d);
     let mut scratch = Vec::new();
     let mut ratios: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
@@ -41,23 +43,10 @@ pub fn ratio_to_best_interval(num: &Sample, dens: &[&Sample]) -> Option<(f64, f6
 }
 
 /// The median of `values.len()` draws from `values` with replacement.
-fn resampled_median(values: &[f64], rng: &mut XorShift, scratch: &mut Vec<f64>) -> f64 {
+fn resampled_median(values: &[f64], rng: &mut SplitMix64, scratch: &mut Vec<f64>) -> f64 {
     scratch.clear();
-    scratch.extend((0..values.len()).map(|_| values[rng.below(values.len())]));
+    scratch.extend((0..values.len()).map(|_| values[rng.below(values.len() as u64) as usize]));
     median(scratch)
-}
-
-/// Marsaglia's xorshift64: enough for resampling indices, and reproducible.
-struct XorShift(u64);
-
-impl XorShift {
-    /// A number in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
 }
 
 #[cfg(test)]

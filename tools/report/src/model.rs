@@ -271,6 +271,11 @@ pub fn format_ratio(r: f64) -> String {
     }
 }
 
+/// An interval of ratios, "0.95–1.40×".
+pub fn format_interval(lo: f64, hi: f64) -> String {
+    format!("{lo:.2}–{hi:.2}×")
+}
+
 /// "s" after a count other than one ("1 worker", "2 workers").
 pub fn plural(n: usize) -> &'static str {
     if n == 1 {

@@ -9,7 +9,9 @@ use std::time::Duration;
 use crate::experiments::Ctx;
 use crate::interval::ratio_to_best_interval;
 use crate::measure::per_iteration_interleaved;
-use crate::model::{format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X};
+use crate::model::{
+    format_interval, format_ns, format_ratio, Axis, Plot, PlotKind, Section, Table, X,
+};
 use crate::workloads::multiprog::{Background, Variant};
 
 const DEGREES: [usize; 4] = [1, 2, 3, 4];
@@ -164,9 +166,4 @@ pub fn run(ctx: &Ctx) -> Result<Section, String> {
         budget.as_secs_f64() / reps as f64
     ));
     Ok(s)
-}
-
-/// An interval of ratios, "0.95–1.40×".
-fn format_interval(lo: f64, hi: f64) -> String {
-    format!("{lo:.2}–{hi:.2}×")
 }
