@@ -7,13 +7,15 @@
 //!   `footprint::sync::Barrier`; peer: as many OS threads with `std::sync::Barrier`.
 //! - `many_core_mutex/*`: 4 threads per worker × 20,000 × { lock a `Mutex<[u64; 8]>`, bump
 //!   all eight; 40 LCG steps outside }. footprint: green threads, `footprint::sync::Mutex`
-//!   (`footprint_poll`: with `GreenLockWait::Poll`, see `footprint::locks::green_wait`), and
+//!   under the default rule (`GreenLockWait::Auto`: parks on 2 workers, polls on more; see
+//!   `footprint::locks::green_wait`), `footprint_park` and `footprint_poll` with the rule
+//!   forced, and
 //!   the baselines that park at once (`footprint_block`) or never (`footprint_spin`); peers: as
 //!   many OS threads with `std::sync::Mutex` and `parking_lot::Mutex`.
 //! - `many_core_tsp/*`: branch and bound over a 12-city instance, the bound read at
 //!   every node and offered at every tour, tasks spawned down to depth 4. footprint `scope` with
-//!   the bound in a `footprint::sync::Mutex` (`footprint_mutex`; `footprint_mutex_poll` with
-//!   `GreenLockWait::Poll`), a `footprint::sync::RwLock`
+//!   the bound in a `footprint::sync::Mutex` (`footprint_mutex`; `footprint_mutex_park` and
+//!   `footprint_mutex_poll` with the rule forced), a `footprint::sync::RwLock`
 //!   (`footprint_rwlock`) or an `AtomicU64` (`footprint_atomic`: the optimistic read a one-word
 //!   bound allows); peer: rayon `scope` + `std::sync::Mutex`.
 //! - `many_core_pipeline/*`: 1 producer per worker → `bounded(64)` → 2 squarers per worker →
@@ -147,6 +149,14 @@ fn workloads<'a>(
             }),
         ),
         (
+            "footprint_park".into(),
+            Box::new(move || {
+                green_wait::with_green_lock_wait(GreenLockWait::Park, || {
+                    bodies::bump_green::<footprint::sync::Mutex<[u64; 8]>>(rt, threads, bump_ops)
+                })
+            }),
+        ),
+        (
             "footprint_poll".into(),
             Box::new(move || {
                 green_wait::with_green_lock_wait(GreenLockWait::Poll, || {
@@ -179,6 +189,14 @@ fn workloads<'a>(
         (
             "footprint_mutex".into(),
             Box::new(move || bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected)),
+        ),
+        (
+            "footprint_mutex_park".into(),
+            Box::new(move || {
+                green_wait::with_green_lock_wait(GreenLockWait::Park, || {
+                    bodies::tsp_green::<footprint::sync::Mutex<u64>>(rt, d, tsp_expected)
+                })
+            }),
         ),
         (
             "footprint_mutex_poll".into(),

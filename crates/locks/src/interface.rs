@@ -334,4 +334,11 @@ pub trait SchedulerHook: Send + Sync {
     fn running_elsewhere(&self) -> Option<usize> {
         None
     }
+
+    /// How many processors (workers) this scheduler has in all, busy or not (`None`: unknown,
+    /// e.g. on a plain OS thread). The default `Mutex` parks or polls by it
+    /// ([`GreenLockWait::Auto`](crate::green_wait::GreenLockWait::Auto)).
+    fn workers(&self) -> Option<usize> {
+        None
+    }
 }

@@ -154,7 +154,7 @@ fn ttas_green_ruled(answers: Answers, rule: green_wait::GreenLockWait) {
 enum Holds {
     /// `RawTtasLock::new`: long, a waiter past the quick spin turns informing on.
     Long,
-    /// `RawTtasLock::with_short_holds`: short, nobody does (the polling rule excepted).
+    /// `RawTtasLock::with_short_holds`: short, nobody does.
     Short,
 }
 
@@ -183,7 +183,7 @@ fn ttas_green_lock(answers: Answers, rule: green_wait::GreenLockWait, holds: Hol
         h.join().unwrap();
         assert_eq!(value.load(Ordering::Relaxed), 4);
         assert!(!lock.is_locked());
-        if holds == Holds::Short && rule == green_wait::GreenLockWait::Park {
+        if holds == Holds::Short {
             assert!(
                 !lock.is_informing(),
                 "a lock with short holds stays uninforming"
@@ -244,6 +244,21 @@ fn ttas_green_polling_nothing_queued() {
             running_elsewhere: 1,
         },
         green_wait::GreenLockWait::Poll,
+    );
+}
+
+/// Under `GreenLockWait::Poll` on a lock with short holds: the poll keeps no informing
+/// bookkeeping (the word never turns `INFORMING`), and the increments and wake-ups are as above.
+#[test]
+fn ttas_green_polling_short_holds() {
+    ttas_green_lock(
+        Answers {
+            run: RunState::RunningElsewhere,
+            queued: false,
+            running_elsewhere: 1,
+        },
+        green_wait::GreenLockWait::Poll,
+        Holds::Short,
     );
 }
 

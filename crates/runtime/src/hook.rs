@@ -194,6 +194,12 @@ impl SchedulerHook for GreenHook {
         )
     }
 
+    fn workers(&self) -> Option<usize> {
+        let s = context::current_shared();
+        // SAFETY: a non-null runtime of the calling worker is alive while it runs.
+        (!s.is_null()).then(|| unsafe { (*s).workers().len() })
+    }
+
     fn switch_cost_ns(&self) -> u64 {
         let s = context::current_shared();
         if s.is_null() {

@@ -189,8 +189,8 @@ impl<W: WaitPolicy> RawTtasLock<W> {
         }
     }
 
-    /// Turns informing on whatever the holds, for a waiter on a thread whose class a scheduler
-    /// reads (the polling rule, whose look at the lock needs the holders' tags).
+    /// Turns informing on, for a waiter on a thread whose class a scheduler reads (the caller
+    /// has decided that the lock's holds are worth it).
     #[inline]
     pub(super) fn mark_informing_if_scheduled(&self) {
         if W::MODE != WaitMode::Spin
