@@ -54,8 +54,9 @@ run)
     }
     export FOOTPRINT_MANY_CORE_SIZES=issue
     for w in ${MANY_CORE_WORKERS:-16 8 4}; do
-        # The mutex loop and the tour took 1-3 s per run at 16 workers; the others < 0.3 s.
-        for group in stencil:20 pipeline:20 mutex:45 tsp:45; do
+        # The mutex loop and the tour took 1-3 s per run at 16 workers (seven mutex variants and
+        # six tour variants per run); the others < 0.3 s.
+        for group in stencil:20 pipeline:20 mutex:60 tsp:60; do
             FOOTPRINT_MANY_CORE_WORKERS=$w FOOTPRINT_MANY_CORE_ONLY=${group%:*} \
                 FOOTPRINT_MANY_CORE_PROBE=3 step "${group#*:}" "W=$w ${group%:*}" \
                 "$dir/many_core_sync"
