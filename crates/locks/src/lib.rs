@@ -35,6 +35,12 @@
 //!    was preempted while spinning (its involuntary context switches grew) or the machine became
 //!    oversubscribed, and spinning longer only while the holder is seen running and not preempted.
 //!
+//! A contended green thread on the default TTAS mutex follows [`green_wait`]'s rule: on a
+//! runtime of one or two workers it parks after a quick spin (a release wakes it onto the
+//! releaser's worker, where the critical section's data is), on more it polls the lock while
+//! the lock changes hands and parks only when it stops (a long hold, or a holder that does not
+//! run).
+//!
 //! # Example
 //! ```
 //! use footprint::sync::{Barrier, Condvar, Mutex};
