@@ -499,9 +499,7 @@ impl<W: WaitPolicy> RawTtasLock<W> {
             },
             spin_budget_ns(hook),
         )?;
-        if self.holder.load(Ordering::Relaxed) != tag {
-            self.holder.store(tag, Ordering::Relaxed);
-        }
+        self.holder.store(tag, Ordering::Relaxed);
         self.meta.times.holder_add_wait(ns);
         Some(self.held_after_spin(None))
     }

@@ -184,18 +184,10 @@ impl<W: WaitPolicy> RawTtasLock<W> {
     /// scope yet: the same test on the thread's class cell (null on a plain OS thread).
     #[inline]
     pub(super) fn mark_contended_if_scheduled(&self) {
-        if self.holds_worth_informing() {
-            self.mark_informing_if_scheduled();
-        }
-    }
-
-    /// Turns informing on, for a waiter on a thread whose class a scheduler reads (the caller
-    /// has decided that the lock's holds are worth it).
-    #[inline]
-    pub(super) fn mark_informing_if_scheduled(&self) {
         if W::MODE != WaitMode::Spin
             && self.state.load(Ordering::Relaxed) & INFORMING == 0
             && !scheduler_class_cell().is_null()
+            && self.holds_worth_informing()
         {
             self.state.fetch_or(INFORMING, Ordering::Relaxed);
         }
