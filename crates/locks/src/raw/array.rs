@@ -23,9 +23,11 @@ struct Tickets {
     released: AtomicU64,
 }
 
-/// A slot's value before any release wrote it: no ticket waits for it (tickets are 64-bit and
-/// never wrap in practice).
-const NO_TICKET: u64 = u64::MAX;
+/// A slot's value before any release wrote it: below every ticket that can wait (ticket 0 is
+/// the first arrival's, which finds `released` at "-1" and enters without waiting), and the
+/// smallest value, since releases write slots as maxima (see `write_slot`). Tickets are 64-bit
+/// and never wrap in practice.
+const NO_TICKET: u64 = 0;
 
 /// Anderson's array-based queue lock with `N` slots (a power of two, default 32): an arriving
 /// thread takes a ticket and, unless the lock was free, waits on its own cache-line-padded slot
@@ -36,7 +38,8 @@ const NO_TICKET: u64 = u64::MAX;
 /// slot, and more than `N` waiters are still correct and FIFO (the waiters for `t` and `t + N`
 /// share a slot's line, and each waits for its own value). Choose `N` at least the number of
 /// threads that contend, so that each spins on a line of its own. `N` that is zero or not a
-/// power of two is rejected at compile time.
+/// power of two is rejected at compile time. A release writes its slot as a maximum, so that a
+/// releaser preempted before its write cannot later replace a newer ticket's value there.
 ///
 /// **A release writes a slot only when a ticket was taken behind it**: the holder stores its
 /// ticket as `released`, then looks at `next`; an arrival takes its ticket and then looks at
@@ -102,6 +105,18 @@ impl<W: WaitPolicy, const N: usize> RawArrayLock<W, N> {
     fn slot(&self, ticket: u64) -> &AtomicU64 {
         // The remainder is below N, a usize.
         &self.slots[(ticket % N as u64) as usize]
+    }
+
+    /// Tells ticket `next` that its turn has come, in its slot. A maximum, not a store: between
+    /// publishing its ticket as released and this write a releaser may be preempted, and the
+    /// next ticket enter meanwhile through `released`; the lock can then move on until a later
+    /// release writes this slot for ticket `next + N`, whose waiter must not see that value
+    /// replaced by the late, older one (it would wait for ever: a stress run hung so with
+    /// capacity 2, and loom finds it with three threads and capacity 1). Slot values only grow,
+    /// so a late write is a no-op.
+    #[inline]
+    fn write_slot(&self, next: u64, order: Ordering) {
+        self.slot(next).fetch_max(next, order);
     }
 
     /// Places between `ticket` and the current holder: 1 for the next in line (0 once the lock
@@ -231,7 +246,7 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
         if W::MODE == WaitMode::Spin {
             // Spinners never park, so the slot is always written: no store-load race to close.
             self.tickets.released.store(mine, Ordering::Release);
-            self.slot(next).store(next, Ordering::Release);
+            self.write_slot(next, Ordering::Release);
         } else {
             // A swap, not a store: a read-modify-write, as the queue's waiter check asks.
             self.tickets.released.swap(mine, Ordering::SeqCst);
@@ -240,7 +255,7 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
                 // A ticket was taken behind ours; its owner may be waiting on its slot. SeqCst:
                 // with the queue's count read below, a waiter that linked itself into the queue
                 // and then saw no ticket in its slot is woken.
-                self.slot(next).swap(next, Ordering::SeqCst);
+                self.write_slot(next, Ordering::SeqCst);
             }
             // One pass over the queue: the new holder, under informed waiting also the new
             // next-in-line (see the ticket lock), and one thread from the crowd door where the
@@ -274,3 +289,19 @@ unsafe impl<W: WaitPolicy, const N: usize> RawLock for RawArrayLock<W, N> {
 }
 
 impl_raw_mutex!(RawArrayLock, const N: usize);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::wait::ImmediateBlock;
+
+    /// The late write of a preempted releaser (ticket 0 telling ticket 1) after the lock moved on
+    /// and ticket 1's release told ticket 2 in the same slot: ticket 2's value stays.
+    #[test]
+    fn a_late_slot_write_leaves_a_newer_tickets_value() {
+        let lock = RawArrayLock::<ImmediateBlock, 1>::new();
+        lock.write_slot(2, Ordering::SeqCst);
+        lock.write_slot(1, Ordering::SeqCst);
+        assert_eq!(lock.slot(2).load(Ordering::Relaxed), 2);
+    }
+}
