@@ -45,7 +45,9 @@
 //! `GreenLockWait::Poll`, the rule compared on many cores: `footprint::locks::green_wait`) and
 //! `std` (8 OS threads, `std::sync` primitives).
 //!
-//! Run: `cargo bench --bench lock_hot -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench --bench lock_hot -- --warm-up-time 1 --measurement-time 3`. Criterion times
+//! one variant after another for seconds each; for ratios that the machine cannot shift between
+//! them, `cargo run --release --example lock_hot_probe -- all 200 alternating` (benches/README.md).
 
 use std::time::Duration;
 

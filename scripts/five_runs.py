@@ -6,6 +6,7 @@ pasted with the command and commit it prints.
 
     python3 scripts/five_runs.py                 # every set, 5 processes each
     python3 scripts/five_runs.py --runs 3 --only locks,lock_hot
+    python3 scripts/five_runs.py --only lock_hot_alternating   # 000's seven in ~30 s
     python3 scripts/five_runs.py --lock /work/bench.lock   # each process under flock(1)
 
 Each criterion figure is the median time per iteration that criterion itself wrote
@@ -13,8 +14,8 @@ Each criterion figure is the median time per iteration that criterion itself wro
 process's logs, the examples' output and criterion's results (`<set>-<i>.criterion/`) are kept in
 --logs (default target/five-runs/<commit>/), so a table can be printed again from them with
 --from-logs. Needs the benches built (`cargo bench --no-run`, `cargo bench -p
-footprint-hpc-locks --no-run`) and `cargo build --release --example skynet`; the script runs them
-through cargo, which rebuilds if needed.
+footprint-hpc-locks --no-run`) and `cargo build --release --example skynet --example
+lock_hot_probe`; the script runs them through cargo, which rebuilds if needed.
 """
 
 import argparse
@@ -103,6 +104,26 @@ SETS = {
             for b in LOCK_HOT
         ],
     },
+    # The same seven as `lock_hot`, green (lock-hot on) and std runs alternating in one process
+    # (`examples/lock_hot_probe`): a VM's cache-line hand-off between its CPUs can change 4-5×
+    # for seconds at a time, which criterion's one-variant-after-another blocks turn into ratios
+    # (see the probe's doc); the hand-off times before and after are in each log.
+    "lock_hot_alternating": {
+        "cmds": {
+            "probe": ["cargo", "run", "--release", "--example", "lock_hot_probe", "--", "all",
+                      "200", "alternating"],
+        },
+        "parse": "alternating",
+        "rows": [
+            (f"000 `{b}`: green ÷ std threads, alternating runs", f"{b}/ratio", None,
+             "≤ 1.0", 1.0, "median")
+            for b in LOCK_HOT
+        ] + [
+            ("cache-line hand-off CPU 0 ↔ 1 at the start, ns", "handoff/first", None, "—", None,
+             None),
+            ("… at the end, ns", "handoff/last", None, "—", None, None),
+        ],
+    },
     "multiprog": {
         "cmd": ["cargo", "bench", "--bench", "multiprog", "--"] + SHORT
         + ["^multiprog/(informed|std)/"],
@@ -133,6 +154,19 @@ def skynet_figures(impl, text):
     if not m:
         return {}
     return {f"{impl}/best": float(m.group(1)), f"{impl}/rss": float(m.group(2))}
+
+
+def alternating_figures(_impl, text):
+    """`lock_hot_probe … alternating`: each benchmark's green ÷ std, and the hand-off times."""
+    found = {f"{m.group(1)}/ratio": float(m.group(2)) for m in re.finditer(
+        r"^(\w+) alternating: .* green / std ([\d.]+)$", text, re.M)}
+    handoffs = [float(h) for h in re.findall(r"hand-off CPU 0 <-> 1: ([\d.]+) ns", text)]
+    if handoffs:
+        found["handoff/first"], found["handoff/last"] = handoffs[0], handoffs[-1]
+    return found
+
+
+PARSERS = {"skynet": skynet_figures, "alternating": alternating_figures}
 
 
 def run(cmd, lock, env=None):
@@ -167,7 +201,8 @@ def one_process(name, spec, i, logs, lock, from_logs):
             text = f"# {time.strftime('%H:%M:%S', time.gmtime())} UTC load {before} -> {load()}\n" + text
             with open(stem + ".log", "w") as f:
                 f.write(text)
-        figures.update(skynet_figures(impl, text) if impl else medians(home))
+        figures.update(PARSERS[spec.get("parse", "skynet")](impl, text) if impl
+                       else medians(home))
     return figures
 
 

@@ -16,6 +16,7 @@ pub mod cli;
 pub mod fib;
 pub mod fragments;
 pub mod green;
+pub mod handoff;
 pub mod jacobi;
 pub mod lock_hot;
 pub mod many_core;
