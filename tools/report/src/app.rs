@@ -53,6 +53,7 @@ pub fn main() -> ExitCode {
     let workers = options.workers.unwrap_or_else(crate::experiments::all_cpus);
     let mut sections = runner::run_all(&chosen, options.mode, workers);
     header.load_after = experiments::load_average();
+    header.handoff_after = experiments::cache_line_handoff();
     if let Err(e) = output::write(&dir, &header, &mut sections) {
         eprintln!("report: {e}");
         std::process::exit(1);

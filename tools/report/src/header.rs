@@ -1,7 +1,8 @@
-//! The facts every output states at its top: the command, the commit, when, the mode, the load.
+//! The facts every output states at its top: the command, the commit, when, the mode, the load,
+//! the cache-line hand-off between two CPUs.
 
 use crate::cli::Mode;
-use crate::experiments::machine_build_info;
+use crate::experiments::{cache_line_handoff, machine_build_info};
 
 /// The run's header.
 pub struct Header {
@@ -13,6 +14,9 @@ pub struct Header {
     pub mode: Mode,
     pub load_before: String,
     pub load_after: String,
+    /// The cache-line hand-off (CPUs, ns) at the start and at the end (`cache_line_handoff`).
+    pub handoff_before: Option<(usize, usize, f64)>,
+    pub handoff_after: Option<(usize, usize, f64)>,
     pub cpu: String,
 }
 
@@ -52,6 +56,8 @@ impl Header {
             mode,
             load_before: build.load_average.clone(),
             load_after: build.load_average,
+            handoff_before: cache_line_handoff(),
+            handoff_after: None,
             cpu: crate::experiments::machine_cpu_model(),
         }
     }
@@ -69,6 +75,13 @@ impl Header {
                 "Load average (1, 5, 15 min): {} at the start, {} at the end",
                 self.load_before, self.load_after
             ),
+            match (self.handoff_before, self.handoff_after) {
+                (Some((a, b, before)), Some((_, _, after))) => format!(
+                    "Cache-line hand-off between CPUs {a} and {b}: {before:.0} ns at the start, \
+                     {after:.0} ns at the end"
+                ),
+                _ => "Cache-line hand-off: not measured (one CPU)".into(),
+            },
             format!("CPU: {}", self.cpu),
         ]
     }
@@ -86,5 +99,41 @@ impl Header {
             self.load_after,
             self.cpu
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(before: Option<(usize, usize, f64)>, after: Option<(usize, usize, f64)>) -> Header {
+        Header {
+            command: "report".into(),
+            commit: "abc1234".into(),
+            rustc: "rustc".into(),
+            profile: "release",
+            started: "2026-01-01 00:00 UTC".into(),
+            mode: Mode::Tiny,
+            load_before: "0.00 0.00 0.00".into(),
+            load_after: "0.00 0.00 0.00".into(),
+            handoff_before: before,
+            handoff_after: after,
+            cpu: "test".into(),
+        }
+    }
+
+    #[test]
+    fn the_handoff_line_names_the_cpus_and_both_times() {
+        let lines = header(Some((0, 1, 34.4)), Some((0, 1, 166.0))).lines();
+        assert!(lines.contains(
+            &"Cache-line hand-off between CPUs 0 and 1: 34 ns at the start, 166 ns at the end"
+                .to_string()
+        ));
+    }
+
+    #[test]
+    fn one_cpu_says_the_handoff_was_not_measured() {
+        let lines = header(None, None).lines();
+        assert!(lines.contains(&"Cache-line hand-off: not measured (one CPU)".to_string()));
     }
 }

@@ -53,6 +53,21 @@ pub fn build_info() -> BuildInfo {
     }
 }
 
+/// The time one cache line takes between the first two CPUs the process may use, in ns, with
+/// those CPUs (`footprint_workloads::handoff`); `None` with one CPU. The header states it: on a
+/// VM it can change several-fold for seconds, and lock comparisons with it (benches/README.md,
+/// `lock_hot`).
+pub fn cache_line_handoff() -> Option<(usize, usize, f64)> {
+    match footprint::affinity::allowed_cpus().as_deref() {
+        Ok([a, b, ..]) => Some((
+            *a,
+            *b,
+            footprint_workloads::handoff::cache_line_handoff_ns(*a, *b),
+        )),
+        _ => None,
+    }
+}
+
 /// The 1, 5 and 15 minute load averages from `/proc/loadavg`.
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -24,7 +24,10 @@ mod threads_003;
 mod uts;
 mod working_set_004;
 
-pub use machine::{build_info as machine_build_info, cpu_model as machine_cpu_model, load_average};
+pub use machine::{
+    build_info as machine_build_info, cache_line_handoff, cpu_model as machine_cpu_model,
+    load_average,
+};
 pub use orders::runtime;
 pub use skynet::child_main;
 
