@@ -173,6 +173,7 @@ fn main() -> ExitCode {
         "scaling ({} mode, median of {} runs): {} CPUs allowed; W = {:?}",
         args.mode, args.runs, cpus, args.workers
     );
+    println!("{}", handoffs(&allowed));
     for &w in &args.workers {
         let on = cpus::first(&allowed, w);
         let rt = match footprint::Runtime::builder()
@@ -285,4 +286,24 @@ fn main() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The cache-line hand-off from the first allowed CPU to the second, the middle and the last
+/// one: what every synchronisation row pays per hand-over, and on a VM a figure that can change
+/// for seconds at a time (`footprint_workloads::handoff`).
+fn handoffs(allowed: &[usize]) -> String {
+    if allowed.len() < 2 {
+        return "cache-line hand-off: not measured (one CPU)".into();
+    }
+    let n = allowed.len();
+    let mut to = vec![allowed[1], allowed[n / 2], allowed[n - 1]];
+    to.dedup();
+    let parts: Vec<String> = to
+        .iter()
+        .map(|&b| {
+            let ns = footprint_workloads::handoff::cache_line_handoff_ns(allowed[0], b);
+            format!("CPU {} <-> {b}: {ns:.0} ns", allowed[0])
+        })
+        .collect();
+    format!("cache-line hand-off: {}", parts.join(", "))
 }
