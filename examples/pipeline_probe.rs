@@ -6,9 +6,14 @@
 //! ```text
 //! cargo run --release --example pipeline_probe -- pipeline 2 2 4 200000 5
 //! cargo run --release --example pipeline_probe -- crossbeam 2 2 4 200000 5
+//! cargo run --release --example pipeline_probe -- bottleneck 2 1 2 50000 5
+//! cargo run --release --example pipeline_probe -- crossbeam_bottleneck 2 1 2 50000 5
 //! cargo run --release --example pipeline_probe -- stencil 2 4 0 300 5
 //! cargo run --release --example pipeline_probe -- std_stencil 2 4 0 300 5
 //! ```
+//!
+//! `bottleneck` is the pipeline with work at each stage (`StageWork::SUMMER_BOUND`: the summer's
+//! 0.5 µs per message sets the pace, the other stages wait on full channels).
 //!
 //! Arguments: workload, workers W, producers (stencil: ranks per worker), squarers (stencil:
 //! ignored), messages (stencil: sweeps), runs. Prints each run's wall-clock and process CPU
@@ -23,7 +28,7 @@
 //! offsets into this executable, for `addr2line -f -i -C -e <this binary> <offset>` on the build
 //! machine.
 
-use footprint_workloads::many_core::{self as bodies, RuntimeCounts};
+use footprint_workloads::many_core::{self as bodies, RuntimeCounts, StageWork};
 use footprint_workloads::micro::process_cpu;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -32,7 +37,8 @@ const STENCIL_SIDE: usize = 258;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: pipeline_probe <pipeline|crossbeam|stencil|std_stencil> <workers> \
+    let usage = "usage: pipeline_probe \
+                 <pipeline|crossbeam|bottleneck|crossbeam_bottleneck|stencil|std_stencil> <workers> \
                  <producers|ranks per worker> <squarers> <messages|sweeps> <runs>";
     if args.len() != 6 {
         eprintln!("{usage}");
@@ -141,6 +147,12 @@ fn run_once(
         }
         "crossbeam" => {
             bodies::pipeline_crossbeam(p, q, m);
+        }
+        "bottleneck" => {
+            bodies::pipeline_green_with(rt, p, q, m, StageWork::SUMMER_BOUND);
+        }
+        "crossbeam_bottleneck" => {
+            bodies::pipeline_crossbeam_with(p, q, m, StageWork::SUMMER_BOUND);
         }
         "stencil" => {
             bodies::stencil_green(rt, STENCIL_SIDE, m as usize, w * p, expected);

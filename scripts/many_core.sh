@@ -66,6 +66,10 @@ run)
     # rank and sweep; a run that lasts 2 s prints the runtime's state.
     FOOTPRINT_PROBE_DUMP_MS=2000 step 30 "64-rank stencil, counters" \
         "$dir/pipeline_probe" stencil 16 4 0 100 3
+    # The pipeline whose summer sets the pace (0.5 µs of work per message): whether its
+    # senders wait on the full channel without the summer waking them.
+    step 20 "bottleneck pipeline, counters" "$dir/pipeline_probe" bottleneck 16 16 32 50000 3
+    step 20 "bottleneck pipeline, crossbeam" "$dir/pipeline_probe" crossbeam_bottleneck 16 16 32 50000 3
     step 120 "scaling suite" "$dir/scaling" --workers "${MANY_CORE_SCALING:-1,2,4,8,16}" \
         --quick --out "$out/scaling"
     echo "== end t=${SECONDS}s"

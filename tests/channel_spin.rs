@@ -1,8 +1,9 @@
-//! The informed spin of a channel waiter on green threads (the first waiter of a side spins
-//! while the other side's last thread runs on another worker, then tries again before it
-//! parks): a three-stage pipeline with one green thread per stage on two workers, so that a
+//! The active wait of a channel waiter on green threads before it parks (on a bounded channel
+//! with places: a poll while the other side moves, yielding to the threads queued on its
+//! worker; on the locked path: the first waiter of a side spins while the other side runs
+//! elsewhere): a three-stage pipeline with one green thread per stage on two workers, so that a
 //! waiter often finds nothing queued on its worker, with the kernel's oversubscription signal
-//! forced off (the machine the tests run on may be loaded, and then no waiter spins). Exact
+//! forced off (the machine the tests run on may be loaded, and then no waiter polls or spins). Exact
 //! counts and per-stage order, small and large buffers, blocking and timed operations; a
 //! watchdog turns a lost wake-up into a failure. Its own test binary: the forced signal is
 //! process-wide.

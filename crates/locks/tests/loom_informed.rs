@@ -393,8 +393,9 @@ fn barrier_green_arrival_queued_here() {
 /// Channel blocking path on green threads: two senders through one place, the receiver gets
 /// both (a sender parked on the full buffer is woken when a place frees, a receiver parked on
 /// the empty one when a message comes), with and without threads queued on the worker (the
-/// yields before a park), and with the other side running elsewhere or not (the first waiter
-/// of a side spins, then tries again from the start, before it links its node).
+/// yields before a park), and with the other side running elsewhere or not (a waiter polls
+/// the ring, then tries again from the start, before it links its node; under the model the
+/// poll is one look).
 fn channel_green(answers: Answers) {
     green_model(answers, || {
         let (tx, rx) = channel::bounded::<usize>(1);
@@ -427,31 +428,16 @@ fn channel_green_queued_here() {
     });
 }
 
-/// The other side's last thread runs on another worker: the first waiter of each side spins.
+/// Two receivers wait on an empty channel while one sender sends two messages: both may poll
+/// (nothing limits the ring's poll to one waiter) while either links and parks; each gets one
+/// message and nobody is left parked. Whether the other side runs does not change the ring's
+/// poll (it watches the ring itself). The other receiver's message comes back through an
+/// atomic, not a join: the sender's unpark of this thread may come after it found its
+/// completion without parking, and loom's join takes that unpark for its own wake-up
+/// ("assertion failed: state.notified"; see `loom.rs`); loom still runs every thread to its
+/// end.
 #[test]
-fn channel_green_peer_running() {
-    channel_green(Answers {
-        run: RunState::RunningElsewhere,
-        queued: false,
-        running_elsewhere: 1,
-    });
-}
-
-/// The other side's last thread does not run: waiters park without spinning.
-#[test]
-fn channel_green_peer_not_running() {
-    channel_green(Answers {
-        run: RunState::NotRunning,
-        queued: false,
-        running_elsewhere: 0,
-    });
-}
-
-/// Two receivers wait on an empty channel while one sender sends two messages: the first may
-/// spin while the second links and parks (one spinner per side); each gets one message and
-/// nobody is left parked.
-#[test]
-fn channel_green_spinner_and_parked_receiver() {
+fn channel_green_poller_and_parked_receiver() {
     green_model(
         Answers {
             run: RunState::RunningElsewhere,
@@ -461,15 +447,18 @@ fn channel_green_spinner_and_parked_receiver() {
         || {
             let (tx, rx) = channel::bounded::<usize>(1);
             let rx2 = rx.clone();
-            let h = spawn_green(move || rx2.recv().unwrap());
-            let s = spawn_green(move || {
+            let other = Arc::new(AtomicUsize::new(0));
+            let o2 = other.clone();
+            spawn_green(move || o2.store(rx2.recv().unwrap(), Ordering::SeqCst));
+            spawn_green(move || {
                 tx.send(1).unwrap();
                 tx.send(2).unwrap();
             });
             let a = rx.recv().unwrap();
-            let b = h.join().unwrap();
-            s.join().unwrap();
-            assert_eq!(a + b, 3);
+            while other.load(Ordering::SeqCst) == 0 {
+                thread::yield_now();
+            }
+            assert_eq!(a + other.load(Ordering::SeqCst), 3);
         },
     );
 }

@@ -496,6 +496,37 @@ pub fn pipeline_expected(messages: u64) -> u64 {
         .fold(0, u64::wrapping_add)
 }
 
+/// Work each stage of the pipeline does per message besides passing it on, in [`lcg40`] calls
+/// (0.05 µs each on this project's machines): none in the many-core rows, where the channels
+/// alone set the pace. With the summer's the largest, the summer is the bottleneck and every
+/// other stage waits on a full channel (the shape where a wake-up per message lands on the
+/// thread that sets the pace).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StageWork {
+    pub producer: u32,
+    pub squarer: u32,
+    pub summer: u32,
+}
+
+impl StageWork {
+    /// The bottleneck shape of `examples/pipeline_probe`: 1, 2 and 10 calls.
+    pub const SUMMER_BOUND: StageWork = StageWork {
+        producer: 1,
+        squarer: 2,
+        summer: 10,
+    };
+}
+
+/// `units` calls of [`lcg40`] from `v`, kept from the optimiser.
+#[inline]
+fn stage_work(units: u32, v: u64) {
+    let mut x = v;
+    for _ in 0..units {
+        x = lcg40(x);
+    }
+    std::hint::black_box(x);
+}
+
 /// `producers` → `bounded(64)` → `squarers` → `bounded(64)` → 1 summer, on green threads of `rt`
 /// with `footprint::channel`; `messages` messages in all.
 pub fn pipeline_green(
@@ -503,6 +534,17 @@ pub fn pipeline_green(
     producers: usize,
     squarers: usize,
     messages: u64,
+) -> Duration {
+    pipeline_green_with(rt, producers, squarers, messages, StageWork::default())
+}
+
+/// [`pipeline_green`] with `work` per message at each stage.
+pub fn pipeline_green_with(
+    rt: &footprint::Runtime,
+    producers: usize,
+    squarers: usize,
+    messages: u64,
+    work: StageWork,
 ) -> Duration {
     rt.block_on(|| {
         let (tx1, rx1) = footprint::channel::bounded::<u64>(PIPE_CAP);
@@ -514,6 +556,7 @@ pub fn pipeline_green(
                 s.spawn(move || {
                     let mut v = p;
                     while v < messages {
+                        stage_work(work.producer, v);
                         tx.send(v).expect("the squarers receive");
                         v += producers as u64;
                     }
@@ -524,12 +567,16 @@ pub fn pipeline_green(
                 let (rx, tx) = (rx1.clone(), tx2.clone());
                 s.spawn(move || {
                     for v in rx.iter() {
+                        stage_work(work.squarer, v);
                         tx.send(v.wrapping_mul(v)).expect("the summer receives");
                     }
                 });
             }
             drop((rx1, tx2));
-            rx2.iter().fold(0u64, u64::wrapping_add)
+            rx2.iter().fold(0u64, |sum, v| {
+                stage_work(work.summer, v);
+                sum.wrapping_add(v)
+            })
         });
         let t = start.elapsed();
         assert_eq!(sum, pipeline_expected(messages), "pipeline sum");
@@ -539,6 +586,16 @@ pub fn pipeline_green(
 
 /// The peer: the same pipeline on OS threads with crossbeam-channel.
 pub fn pipeline_crossbeam(producers: usize, squarers: usize, messages: u64) -> Duration {
+    pipeline_crossbeam_with(producers, squarers, messages, StageWork::default())
+}
+
+/// [`pipeline_crossbeam`] with `work` per message at each stage.
+pub fn pipeline_crossbeam_with(
+    producers: usize,
+    squarers: usize,
+    messages: u64,
+    work: StageWork,
+) -> Duration {
     let (tx1, rx1) = crossbeam_channel::bounded::<u64>(PIPE_CAP);
     let (tx2, rx2) = crossbeam_channel::bounded::<u64>(PIPE_CAP);
     let start = Instant::now();
@@ -548,6 +605,7 @@ pub fn pipeline_crossbeam(producers: usize, squarers: usize, messages: u64) -> D
             s.spawn(move || {
                 let mut v = p;
                 while v < messages {
+                    stage_work(work.producer, v);
                     tx.send(v).expect("the squarers receive");
                     v += producers as u64;
                 }
@@ -558,12 +616,16 @@ pub fn pipeline_crossbeam(producers: usize, squarers: usize, messages: u64) -> D
             let (rx, tx) = (rx1.clone(), tx2.clone());
             s.spawn(move || {
                 for v in rx.iter() {
+                    stage_work(work.squarer, v);
                     tx.send(v.wrapping_mul(v)).expect("the summer receives");
                 }
             });
         }
         drop((rx1, tx2));
-        rx2.iter().fold(0u64, u64::wrapping_add)
+        rx2.iter().fold(0u64, |sum, v| {
+            stage_work(work.summer, v);
+            sum.wrapping_add(v)
+        })
     });
     let t = start.elapsed();
     assert_eq!(sum, pipeline_expected(messages), "pipeline sum");

@@ -42,8 +42,9 @@
 //! zero-capacity channel a plain send or receive also claims a blocked select on the other
 //! side, and a receive then waits for that select's message.
 //!
-//! On both paths, before a send or receive links its node, the first waiter of its side may
-//! spin outside the lock and try again from the start (`spin.rs`).
+//! Before a send or receive links its node, it may wait actively outside the lock and try again
+//! from the start (`spin.rs`): on the ring path a green thread polls while the other side
+//! moves, on the locked path the first waiter of its side spins while the other side runs.
 
 use super::ring::{self, Reserve, Ring};
 use super::spin;
@@ -56,7 +57,7 @@ use crate::spin::SpinLock;
 use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 mod ring_path;
@@ -77,7 +78,7 @@ impl Block {
             .map_or(Block::Forever, Block::Until)
     }
 
-    fn deadline(self) -> Option<Instant> {
+    pub(super) fn deadline(self) -> Option<Instant> {
         match self {
             Block::Until(d) => Some(d),
             _ => None,
@@ -251,33 +252,6 @@ struct Waiting {
     senders: crate::sync::AtomicUsize,
 }
 
-/// What one side of a ring channel publishes for the other side's informed spin (`spin.rs`),
-/// on a cache line that only that side writes. Advisory: std atomics under loom too.
-struct SideTags {
-    /// The thread of the last operation of this side (`ThreadTag` bits).
-    last: AtomicU32,
-    /// A thread of this side spins before it would park: the next one parks at once.
-    spinning: AtomicBool,
-}
-
-impl SideTags {
-    fn new() -> CachePadded<SideTags> {
-        CachePadded::new(SideTags {
-            last: AtomicU32::new(0),
-            spinning: AtomicBool::new(false),
-        })
-    }
-
-    /// Records the calling thread as this side's last (a write only when it changes).
-    #[inline]
-    fn note(&self) {
-        let me = current_tag().to_bits();
-        if self.last.load(Ordering::Relaxed) != me {
-            self.last.store(me, Ordering::Relaxed);
-        }
-    }
-}
-
 pub(crate) struct Chan<T> {
     /// The buffer's length, published at every change under the lock, for a spinning waiter
     /// to read without taking the lock (see `spin.rs`); advisory only, locked path only. A std
@@ -289,8 +263,6 @@ pub(crate) struct Chan<T> {
     /// The lock-free buffer of a bounded channel with places; `None`: the locked path.
     ring: Option<Ring<T>>,
     waiting: CachePadded<Waiting>,
-    senders_tags: CachePadded<SideTags>,
-    receivers_tags: CachePadded<SideTags>,
     state: SpinLock<State<T>>,
     /// Buffer places; `usize::MAX` for an unbounded channel.
     cap: usize,
@@ -383,8 +355,6 @@ impl<T> Chan<T> {
                 receivers: crate::sync::AtomicUsize::new(0),
                 senders: crate::sync::AtomicUsize::new(0),
             }),
-            senders_tags: SideTags::new(),
-            receivers_tags: SideTags::new(),
             state: SpinLock::new(State {
                 buf,
                 receivers: VecDeque::new(),

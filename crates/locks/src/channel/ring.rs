@@ -466,6 +466,16 @@ impl<T> Ring<T> {
         t & MARK != 0 || t & !(MARK | RESERVED) != h
     }
 
+    /// A value that changes whenever a message goes in (`false`) or out (`true`): what a waiter
+    /// of the other side watches for progress.
+    pub(super) fn moves(&self, receives: bool) -> u64 {
+        if receives {
+            self.head.load(Ordering::Relaxed)
+        } else {
+            self.tail.load(Ordering::Relaxed)
+        }
+    }
+
     /// Whether a send would find a place (one neither occupied nor reserved) or the
     /// disconnection now.
     pub(super) fn send_ready(&self) -> bool {

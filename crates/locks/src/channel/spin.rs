@@ -20,11 +20,26 @@
 //! line from the thread they wait for. The spin only reads the channel's occupancy (a ring's
 //! counters, or the length the locked path publishes); the operation is then tried again from
 //! the start, so the blocking path and its hand-offs are the same with or without the spin.
+//!
+//! # The ring's poll
+//! A bounded channel with places (the lock-free ring) waits differently: a green waiter polls
+//! for as long as the other side keeps moving ([`poll_while_moving`]: the ring's counter of
+//! the other side changes), yielding its worker to the threads queued there between looks and
+//! pausing where none are, and links its node only after half a park's cost without a move (or
+//! at its deadline). The default `Mutex` polls the same way on many workers, and for the same
+//! reason: in a pipeline whose last stage is the bottleneck, its senders find the ring full at
+//! almost every send, and with parking each receive of the bottleneck then woke a parked
+//! sender (the channel's lock, the node, the sender's worker's inbox, and on many cores a
+//! sleeping worker's futex), all on the one thread that sets the pipeline's pace. Polling
+//! senders take the place the receive frees without anyone waking them. The first-waiter spin
+//! above stays for the locked path. A machine the kernel reports oversubscribed polls nothing:
+//! the waiters' workers would burn the CPUs the other side's worker waits for.
 
 use crate::hook::{current_hook, ThreadTag};
 use crate::stats;
 use crate::sync::{spin_hint, SpinBackoff};
 use crate::wait::{green_may_spin, spin_budget_ns, Awaited};
+use std::time::{Duration, Instant};
 
 /// Backoff cap between looks at the channel: 2^SHIFT_CAP pauses (16, about 0.5 µs where a pause
 /// takes 33 ns), as the informed locks' spin.
@@ -66,6 +81,56 @@ pub(super) fn spin_for(peer: ThreadTag, ready: impl Fn() -> bool) -> bool {
             return false;
         }
         if looks.is_multiple_of(ASK_EVERY) && !green_may_spin(hook, Awaited::Holder(peer)) {
+            return false;
+        }
+    }
+}
+
+/// Whether the calling thread may poll a ring now: a green thread on a machine the kernel does
+/// not report oversubscribed.
+pub(super) fn may_poll() -> bool {
+    current_hook().is_green() && !crate::os::oversubscribed()
+}
+
+/// Polls until `ready()` (returns `true`: try the operation again), or until `mark()` (the
+/// ring's counter of the other side) has not changed for half a park's cost (at least 1 µs),
+/// or `deadline` passes (returns `false`: link and park, or time out). Between looks the worker
+/// goes to the threads queued on it, if any (one of them may be the other side, and green
+/// threads are not preempted), or the thread pauses with backoff. The caller checked
+/// [`may_poll`].
+pub(super) fn poll_while_moving(
+    ready: impl Fn() -> bool,
+    mark: impl Fn() -> u64,
+    deadline: Option<Instant>,
+) -> bool {
+    if cfg!(loom) {
+        // One look: the models explore what the retry after a poll meets.
+        spin_hint();
+        return ready();
+    }
+    let hook = current_hook();
+    let budget = Duration::from_nanos(spin_budget_ns(hook));
+    let mut last = mark();
+    let mut moved_at = Instant::now();
+    let mut backoff = SpinBackoff::new(SHIFT_CAP);
+    loop {
+        if hook.queued_here() {
+            hook.yield_now();
+        } else {
+            backoff.pause();
+        }
+        if ready() {
+            return true;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        let m = mark();
+        if m != last {
+            last = m;
+            moved_at = now;
+        } else if now.duration_since(moved_at) >= budget {
             return false;
         }
     }

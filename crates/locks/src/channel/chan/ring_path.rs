@@ -1,5 +1,5 @@
 //! The ring path of a bounded channel with places (see the parent module's doc): waiting
-//! counts, waking the other side, the informed spin, linking a node, and the ring's send,
+//! counts, waking the other side, the poll, linking a node, and the ring's send,
 //! receive and select watch. The locked path stays in the parent module.
 
 use super::super::ring::{PopFail, PushFail, Ring};
@@ -7,7 +7,6 @@ use super::super::spin;
 use super::super::watch::Watch;
 use super::{fire, notify_first, Block, Chan, RecvFail, SendFail};
 use crate::handoff::{wake_all, Handoff, DISCONNECTED, NOTIFIED, WAITING};
-use crate::hook::ThreadTag;
 use crate::sync::model_sc_fence;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -66,26 +65,17 @@ impl<T> Chan<T> {
         wake_all(woken);
     }
 
-    /// The informed spin of the first waiter of a side (`spin.rs`), until `ready`; `false`
-    /// when this thread may not spin now.
-    fn ring_spin(&self, senders: bool, ready: impl Fn() -> bool) -> bool {
-        let (mine, theirs) = if senders {
-            (&self.senders_tags, &self.receivers_tags)
+    /// The poll of a thread about to wait on the ring (`spin.rs`): `true` when the ring
+    /// looked ready (try again), `false` when the thread should link its node and park.
+    fn ring_poll(&self, ring: &Ring<T>, senders: bool, block: Block) -> bool {
+        if !spin::may_poll() {
+            return false;
+        }
+        if senders {
+            spin::poll_while_moving(|| ring.send_ready(), || ring.moves(true), block.deadline())
         } else {
-            (&self.receivers_tags, &self.senders_tags)
-        };
-        if self.waiting(senders).load(Ordering::Relaxed) != 0
-            || mine.spinning.load(Ordering::Relaxed)
-        {
-            return false;
+            spin::poll_while_moving(|| ring.recv_ready(), || ring.moves(false), block.deadline())
         }
-        let peer = ThreadTag::from_bits(theirs.last.load(Ordering::Relaxed));
-        if !spin::may_spin(peer) || mine.spinning.swap(true, Ordering::Relaxed) {
-            return false;
-        }
-        spin::spin_for(peer, ready);
-        mine.spinning.store(false, Ordering::Relaxed);
-        true
     }
 
     /// Counts, links (at the front for a thread woken before, which keeps its turn) and
@@ -124,8 +114,7 @@ impl<T> Chan<T> {
         mut msg: T,
         block: Block,
     ) -> Result<(), SendFail<T>> {
-        self.senders_tags.note();
-        let (mut front, mut spun) = (false, false);
+        let mut front = false;
         loop {
             match ring.push(msg) {
                 Ok(()) => {
@@ -140,8 +129,7 @@ impl<T> Chan<T> {
                 Block::Until(d) if Instant::now() >= d => return Err(SendFail::Timeout(msg)),
                 _ => {}
             }
-            if !spun && self.ring_spin(true, || ring.send_ready()) {
-                spun = true;
+            if self.ring_poll(ring, true, block) {
                 continue;
             }
             let node = Handoff::new(None);
@@ -186,8 +174,7 @@ impl<T> Chan<T> {
     }
 
     pub(super) fn ring_recv(&self, ring: &Ring<T>, block: Block) -> Result<T, RecvFail> {
-        self.receivers_tags.note();
-        let (mut front, mut spun) = (false, false);
+        let mut front = false;
         loop {
             match ring.pop() {
                 Ok(m) => {
@@ -202,8 +189,7 @@ impl<T> Chan<T> {
                 Block::Until(d) if Instant::now() >= d => return Err(RecvFail::Timeout),
                 _ => {}
             }
-            if !spun && self.ring_spin(false, || ring.recv_ready()) {
-                spun = true;
+            if self.ring_poll(ring, false, block) {
                 continue;
             }
             let node = Handoff::new(None);
