@@ -252,6 +252,13 @@ struct Waiting {
     senders: crate::sync::AtomicUsize,
 }
 
+/// The green threads of each side that poll the ring now (`spin.rs`), on a cache line of its
+/// own: advisory (std atomics under loom too), it only caps how many poll at once.
+struct Pollers {
+    receivers: AtomicUsize,
+    senders: AtomicUsize,
+}
+
 pub(crate) struct Chan<T> {
     /// The buffer's length, published at every change under the lock, for a spinning waiter
     /// to read without taking the lock (see `spin.rs`); advisory only, locked path only. A std
@@ -263,6 +270,7 @@ pub(crate) struct Chan<T> {
     /// The lock-free buffer of a bounded channel with places; `None`: the locked path.
     ring: Option<Ring<T>>,
     waiting: CachePadded<Waiting>,
+    pollers: CachePadded<Pollers>,
     state: SpinLock<State<T>>,
     /// Buffer places; `usize::MAX` for an unbounded channel.
     cap: usize,
@@ -354,6 +362,10 @@ impl<T> Chan<T> {
             waiting: CachePadded::new(Waiting {
                 receivers: crate::sync::AtomicUsize::new(0),
                 senders: crate::sync::AtomicUsize::new(0),
+            }),
+            pollers: CachePadded::new(Pollers {
+                receivers: AtomicUsize::new(0),
+                senders: AtomicUsize::new(0),
             }),
             state: SpinLock::new(State {
                 buf,

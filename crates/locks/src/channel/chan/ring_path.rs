@@ -68,14 +68,25 @@ impl<T> Chan<T> {
     /// The poll of a thread about to wait on the ring (`spin.rs`): `true` when the ring
     /// looked ready (try again), `false` when the thread should link its node and park.
     fn ring_poll(&self, ring: &Ring<T>, senders: bool, block: Block) -> bool {
-        if !spin::may_poll() {
+        let Some(cap) = spin::pollers_cap() else {
+            return false;
+        };
+        let pollers = if senders {
+            &self.pollers.senders
+        } else {
+            &self.pollers.receivers
+        };
+        if pollers.fetch_add(1, Ordering::Relaxed) >= cap {
+            pollers.fetch_sub(1, Ordering::Relaxed);
             return false;
         }
-        if senders {
+        let ready = if senders {
             spin::poll_while_moving(|| ring.send_ready(), || ring.moves(true), block.deadline())
         } else {
             spin::poll_while_moving(|| ring.recv_ready(), || ring.moves(false), block.deadline())
-        }
+        };
+        pollers.fetch_sub(1, Ordering::Relaxed);
+        ready
     }
 
     /// Counts, links (at the front for a thread woken before, which keeps its turn) and
