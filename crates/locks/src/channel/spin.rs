@@ -1,4 +1,5 @@
-//! The informed spin of a channel operation that would wait, before it links its node and parks.
+//! How a channel operation that would wait waits actively before it links its node and parks:
+//! the informed spin of the locked path, and the ring's poll (below).
 //!
 //! 002's rule for a waiter: spin only while the thread it waits for runs. A receiver on an
 //! empty channel waits for a sender, a sender on a full channel for a receiver; the channel
@@ -33,8 +34,15 @@
 //! sleeping worker's futex), all on the one thread that sets the pipeline's pace. Polling
 //! senders take the place the receive frees without anyone waking them. At most
 //! [`POLLERS_PER_WORKER`] per worker poll one side at once; the others link and park. The
-//! first-waiter spin above stays for the locked path. A machine the kernel reports oversubscribed polls nothing:
-//! the waiters' workers would burn the CPUs the other side's worker waits for.
+//! first-waiter spin above stays for the locked path. A machine the kernel reports
+//! oversubscribed polls nothing: the waiters' workers would burn the CPUs the other side's
+//! worker waits for.
+//!
+//! The poll is not the `Mutex`'s `poll_while_changing_hands` (`wait/informed.rs`) reused: a
+//! channel waiter yields at every look where threads are queued (a stage it waits for is often
+//! one of them; the lock poll yields every 16 rounds, its holder runs elsewhere), it honours a
+//! timed operation's deadline, and it measures its budget with the clock (time spent yielded
+//! counts; the lock poll counts its pauses).
 
 use crate::hook::{current_hook, ThreadTag};
 use crate::stats;
