@@ -108,6 +108,11 @@ fn ns_per_tick() -> f64 {
     })
 }
 
+/// How many ticks `d` lasts (calibrated on first use, as [`to_duration`]).
+pub(crate) fn ticks_in(d: Duration) -> u64 {
+    (d.as_nanos() as f64 / ns_per_tick()) as u64
+}
+
 /// `ticks` as wall time.
 pub(crate) fn to_duration(ticks: u64) -> Duration {
     if ticks == 0 {

@@ -132,6 +132,63 @@ fn lock_hot_on_moves_woken_threads_to_the_releaser() {
     });
 }
 
+/// A thread woken onto its waker's worker (lock-hot placement) while another worker idles does
+/// not wait for the waker to give its worker up: the waker below neither parks nor yields until
+/// the woken thread has run, so only the idle worker can run it (without that, both wait
+/// forever and the watchdog fails the test). Rounds with the waiter parked on either worker.
+#[test]
+fn thread_woken_onto_a_busy_worker_runs_on_an_idle_one() {
+    with_watchdog(60, "woken onto a busy worker", || {
+        let _switch = LOCK_HOT_SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+        let was = lock_placement::set_lock_hot(true);
+        let rt = rt(2);
+        for round in 0..40 {
+            let state = Arc::new((Mutex::new(Handshake::default()), Condvar::new()));
+            let ran = Arc::new(AtomicBool::new(false));
+            let (woken_on, waker_on) = rt.block_on(|| {
+                let (s, r) = (state.clone(), ran.clone());
+                let waiter = footprint_runtime::spawn(move || {
+                    migrate_to(round % 2).unwrap();
+                    let (m, cv) = &*s;
+                    let mut g = m.lock();
+                    g.waiting = true;
+                    while !g.go {
+                        cv.wait(&mut g);
+                    }
+                    drop(g);
+                    r.store(true, Ordering::Release);
+                    current_worker()
+                });
+                let (s, r) = (state.clone(), ran.clone());
+                let waker = footprint_runtime::spawn(move || {
+                    let (m, cv) = &*s;
+                    loop {
+                        let mut g = m.lock();
+                        if g.waiting {
+                            g.go = true;
+                            cv.notify_one();
+                            break;
+                        }
+                        drop(g);
+                        yield_now();
+                    }
+                    // Keep this worker: no park, no yield, until the woken thread has run.
+                    while !r.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    current_worker()
+                });
+                (waiter.join().unwrap(), waker.join().unwrap())
+            });
+            assert_ne!(
+                woken_on, waker_on,
+                "the woken thread ran beside its spinning waker"
+            );
+        }
+        lock_placement::set_lock_hot(was);
+    });
+}
+
 /// Spawns `per` threads on each of `fragments` fragments (interleaved: 0, 1, 2, .., 0, 1, ..)
 /// while every other worker is held busy by a spinning thread, then lets them run; each
 /// appends its fragment to the log of the worker it ran on. Returns the per-worker logs.

@@ -156,13 +156,19 @@ pub(crate) fn enqueue(shared: &Shared, here: Option<&WorkerLocal>, route: Route,
         // adaptive: a worker above the active limit hands wake-ups on (its own
         // threads go to the injector when it rests).
         (Route::Local, Some(w)) if w.index() >= shared.active_limit() => to_injector(shared, task),
-        // Another thread waits here already and a worker idles: where it can take this one.
-        (Route::Local, Some(w)) if w.offers_woken() => {
-            shared.workers()[w.index()].inbox().push(Job::Task(task));
+        // A policy order keeps every thread woken here in its heap, by key.
+        // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
+        (Route::Local, Some(w)) if w.orders_by_policy() => unsafe {
+            (*w.ready_mut()).push_woken(Job::Task(task))
+        },
+        // In the inbox, where an idle worker can take it once the grace is over (`inbox.rs`):
+        // the thread running here may keep the worker for long.
+        (Route::Local, Some(w)) => {
+            shared.workers()[w.index()]
+                .inbox()
+                .push_local(Job::Task(task), crate::clock::ticks());
             shared.notify_one(w.index());
         }
-        // SAFETY: the owner-only ready structure of the calling worker; no borrow is live.
-        (Route::Local, Some(w)) => unsafe { (*w.ready_mut()).push_woken(Job::Task(task)) },
         (Route::Local, None) => unreachable!("a local route needs a worker"),
         // adaptive: a worker above the active limit runs nothing it could hand on,
         // so a wake-up placed there (its last worker, say) goes to the injector instead.

@@ -46,6 +46,7 @@ impl WorkerLocal {
         if !self.idle.set_searching(true) {
             shared.sleepers().start_searching();
         }
+        self.idle.take_left_young();
         // With more workers than CPUs a worker that waits for a CPU may hold the work this one
         // looks for: between two polls this one gives its CPU away instead of pausing on it.
         let crowded = shared.workers().len() > footprint_locks::os::cpus();
@@ -73,6 +74,14 @@ impl WorkerLocal {
                 }
             }
         }
+        // A look left a thread in its grace on a busy worker (`inbox.rs`): one more look once
+        // the grace is over, before sleeping.
+        if self.idle.take_left_young() {
+            if let Some(j) = self.steal_after_grace() {
+                self.found_while_searching();
+                return Idle::Found(j);
+            }
+        }
         self.stop_searching_idle();
         // Never sleep on local work (defensive: the loop only gets here with both empty).
         if self.ready().len() > 0 || !self.deque.is_empty() {
@@ -83,7 +92,7 @@ impl WorkerLocal {
         let slept = me.sleep().sleep(
             shared.sleepers(),
             crate::sleep::safety_net(),
-            || self.steal(),
+            || self.last_search(),
             || shared.may_exit(),
             || bump(&me.account().sleeps, 1),
         );
@@ -121,6 +130,30 @@ impl WorkerLocal {
             }
             Slept::Exit => Idle::Exit,
         }
+    }
+
+    /// The search a worker makes after it counted itself sleeping: [`steal`](Self::steal), and
+    /// where that left a thread in its grace on another worker, one more look once the grace is
+    /// over. A thread woken onto a busy worker is runnable by that worker only once its running
+    /// thread gives the worker up, which may be long after the wake-up; the publisher's
+    /// wake-up went to this worker while it still searched, so nobody else would take it.
+    fn last_search(&self) -> Option<Job> {
+        self.idle.take_left_young();
+        let found = self.steal();
+        if found.is_none() && self.idle.take_left_young() {
+            return self.steal_after_grace();
+        }
+        found
+    }
+
+    /// Waits out a thread's grace (`inbox.rs`), then steals.
+    #[cold]
+    fn steal_after_grace(&self) -> Option<Job> {
+        let until = clock::ticks().wrapping_add(crate::inbox::grace_ticks());
+        while clock::ticks() < until {
+            std::hint::spin_loop();
+        }
+        self.steal()
     }
 
     /// The job `run` started with was a stale queue entry: nothing ran, so the next idle

@@ -49,6 +49,9 @@ pub(crate) struct IdleState {
     /// Rounds at the longest wait are multiplied by `2^extension`.
     extension: Cell<u32>,
     began: Cell<u64>,
+    /// A look of this search left a thread to the worker whose running thread woke it
+    /// (`Inbox::steal`: still in its grace).
+    left_young: Cell<bool>,
 }
 
 impl IdleState {
@@ -110,6 +113,18 @@ impl IdleState {
     #[inline]
     pub(crate) fn stale_found(&self) {
         self.round.set(self.resume.get());
+    }
+
+    /// A look found a thread still in its grace on another worker.
+    #[inline]
+    pub(crate) fn left_young(&self) {
+        self.left_young.set(true);
+    }
+
+    /// Whether a look since the last call found a thread in its grace.
+    #[inline]
+    pub(crate) fn take_left_young(&self) -> bool {
+        self.left_young.replace(false)
     }
 
     /// Marks this worker searching or not; returns whether it was.

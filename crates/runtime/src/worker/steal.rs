@@ -3,6 +3,8 @@
 //! this worker's surplus ready threads to idle workers.
 
 use crate::accounting::bump;
+use crate::clock;
+use crate::inbox;
 use crate::job::{Job, RawJob};
 use crate::ready::ReadyQueue;
 use crate::registry::WorkerShared;
@@ -32,23 +34,11 @@ impl WorkerLocal {
         }
     }
 
-    /// Whether a thread woken for this worker (by the thread running here) should wait in this
-    /// worker's inbox rather than its ready structure: where another thread already waits in
-    /// the ready structure (a queue order) and another worker idles. The ready structure is this
-    /// worker's alone, and the running thread keeps the worker until it parks, yields or ends;
-    /// the inbox is this worker's too (it takes from it right after its ready threads) but
-    /// others may steal from it. Without this, a barrier whose last arrival woke 8 threads here
-    /// while the other worker slept left them all waiting until that thread had finished its
-    /// own part (the second worker of `lock_hot`'s runs started 340–450 µs after the
-    /// first, and the threads split 5 to 3). The first woken thread stays in the ready
-    /// structure (lock-hot placement's hand-over to the releaser's worker); a policy order keeps
-    /// every thread in its heap (it orders them by key).
+    /// Whether this worker orders its ready threads by a policy's keys (a heap that takes every
+    /// thread woken here, and its inbox's resumptions, back in by key).
     #[inline]
-    pub(crate) fn offers_woken(&self) -> bool {
-        let ready = self.ready();
-        ready.len() > 0
-            && !matches!(ready, ReadyQueue::Policy(_))
-            && self.shared().has_idle_workers()
+    pub(crate) fn orders_by_policy(&self) -> bool {
+        matches!(self.ready(), ReadyQueue::Policy(_))
     }
 
     /// Offers half of the ready threads to idle workers: through this worker's inbox, or with a
@@ -108,9 +98,13 @@ impl WorkerLocal {
                         Steal::Empty => break,
                     }
                 }
-                if let Some(j) = v.inbox().pop() {
-                    self.count_steal(me, ti);
-                    return Some(j);
+                match v.inbox().steal(clock::ticks()) {
+                    inbox::Steal::Taken(j) => {
+                        self.count_steal(me, ti);
+                        return Some(j);
+                    }
+                    inbox::Steal::InGrace => self.idle.left_young(),
+                    inbox::Steal::Empty => {}
                 }
             }
         }
