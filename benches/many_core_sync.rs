@@ -22,7 +22,9 @@
 //!   `bounded(64)` → 1 summer, 50,000 messages. footprint: green threads,
 //!   `footprint::channel`; peer: OS threads, crossbeam-channel.
 //!
-//! On the 2-core development machine the OS-thread peers run on the same 2 CPUs as the workers.
+//! Both sides run on the same CPUs: with fewer workers than CPUs the process first restricts
+//! itself to the first W (so on 16 CPUs the W = 4 rows compare 4 workers with OS threads on 4
+//! CPUs); on the 2-core development machine at 2 workers that is both CPUs.
 //! `FOOTPRINT_MANY_CORE_WORKERS=16` oversubscribes them (16 workers, 64 ranks / threads on 2
 //! CPUs): ratios only, not what 16 cores would show.
 //!
@@ -40,6 +42,7 @@
 
 use footprint::locks::green_wait::{self, GreenLockWait};
 use footprint_workloads::many_core::{self as bodies, RuntimeCounts};
+use footprint_workloads::scaling::cpus;
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -238,6 +241,7 @@ fn workloads<'a>(
 /// `FOOTPRINT_MANY_CORE_PROBE`: medians of alternating runs, no criterion.
 fn probe(runs: usize, only: Option<&str>) {
     let w = workers();
+    cpus::keep_first(w);
     let rt = runtime(w);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(w)
@@ -298,6 +302,7 @@ fn probe(runs: usize, only: Option<&str>) {
 
 fn criterion_groups(c: &mut Criterion) {
     let w = workers();
+    cpus::keep_first(w);
     let rt = runtime(w);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(w)

@@ -64,6 +64,8 @@ fn main() {
         Ok("1") => footprint::locks::os::force_oversubscribed(Some(true)),
         _ => {}
     }
+    // Both sides on the same CPUs: the first W when there are more.
+    footprint_workloads::scaling::cpus::keep_first(w);
     let rt = footprint::Runtime::builder()
         .workers(w)
         .oversubscribe(true)

@@ -2,6 +2,7 @@
 //! that compute the same answer (the suite checks that the two agree) on the same CPUs.
 
 pub mod cpus;
+mod many_core_rows;
 
 use cpus::os_threads;
 use footprint::par::{self, Affinity, Schedule};
@@ -22,6 +23,8 @@ pub struct Sizes {
     pub stencil_points: usize,
     pub stencil_sweeps: usize,
     pub messages: usize,
+    /// Cities of the branch-and-bound tour ([`crate::many_core::tsp_instance`]).
+    pub tsp_cities: usize,
 }
 
 pub const TINY: Sizes = Sizes {
@@ -35,6 +38,7 @@ pub const TINY: Sizes = Sizes {
     stencil_points: 1 << 10,
     stencil_sweeps: 5,
     messages: 2_000,
+    tsp_cities: 8,
 };
 
 pub const QUICK: Sizes = Sizes {
@@ -48,6 +52,7 @@ pub const QUICK: Sizes = Sizes {
     stencil_points: 256 << 10,
     stencil_sweeps: 100,
     messages: 200_000,
+    tsp_cities: 13,
 };
 
 pub const FULL: Sizes = Sizes {
@@ -61,6 +66,7 @@ pub const FULL: Sizes = Sizes {
     stencil_points: 1 << 20,
     stencil_sweeps: 200,
     messages: 1_000_000,
+    tsp_cities: 13,
 };
 
 /// What one side of a row did: its time and a value both sides must agree on.
@@ -201,6 +207,7 @@ pub fn rows() -> Vec<Row> {
         pipeline_fp,
         pipeline_crossbeam,
     ));
+    rows.extend(many_core_rows::rows());
     rows
 }
 

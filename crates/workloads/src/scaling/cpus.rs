@@ -6,6 +6,18 @@ pub fn first(allowed: &[usize], w: usize) -> Vec<usize> {
     allowed[..w.min(allowed.len())].to_vec()
 }
 
+/// Restricts the calling thread, and so every
+/// thread it starts from then on (a runtime's workers, a rayon pool, OS-thread peers), to the
+/// first `w` CPUs of the allowed set when `w` is less than its size, so that both sides of a
+/// comparison at `w` workers run on the same CPUs; leaves it as it is otherwise. Call it first
+/// thing in `main` of a program that compares at one worker count.
+pub fn keep_first(w: usize) {
+    let allowed = footprint::affinity::allowed_cpus().unwrap_or_default();
+    if w < allowed.len() {
+        restrict_current(&first(&allowed, w));
+    }
+}
+
 /// Restricts the calling OS thread to `cpus` (`sched_setaffinity`); an empty set leaves it as
 /// it is. A failure is reported once per call and the thread runs unrestricted.
 pub fn restrict_current(cpus: &[usize]) {
@@ -28,6 +40,20 @@ pub fn restrict_current(cpus: &[usize]) {
             std::io::Error::last_os_error()
         );
     }
+}
+
+/// Runs `f` on a scoped OS thread restricted to `cpus`; the threads `f` starts inherit the
+/// restriction (Linux gives a new thread its creator's CPU mask), so a peer that starts its
+/// own threads runs on `cpus` whole. A panic in `f` goes on in the caller.
+pub fn on_cpus<R: Send>(cpus: &[usize], f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            restrict_current(cpus);
+            f()
+        })
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// Runs `f(i)` on `n` scoped OS threads restricted to `cpus` and returns their results in order.
