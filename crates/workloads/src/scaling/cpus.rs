@@ -44,8 +44,12 @@ pub fn restrict_current(cpus: &[usize]) {
 
 /// Runs `f` on a scoped OS thread restricted to `cpus`; the threads `f` starts inherit the
 /// restriction (Linux gives a new thread its creator's CPU mask), so a peer that starts its
-/// own threads runs on `cpus` whole. A panic in `f` goes on in the caller.
+/// own threads runs on `cpus` whole. On the calling thread when `cpus` is empty. A panic in
+/// `f` goes on in the caller.
 pub fn on_cpus<R: Send>(cpus: &[usize], f: impl FnOnce() -> R + Send) -> R {
+    if cpus.is_empty() {
+        return f();
+    }
     std::thread::scope(|s| {
         s.spawn(|| {
             restrict_current(cpus);

@@ -35,6 +35,16 @@ fn stages(e: &Env, per: usize) -> (usize, usize) {
     (producers, 2 * producers)
 }
 
+/// One search of the suite's tour by `search` (given the distances and the optimum it checks).
+fn tsp(e: &Env, search: impl FnOnce(&[Vec<u64>], u64) -> Duration) -> Run {
+    let d = bodies::tsp_instance(e.sizes.tsp_cities);
+    let best = bodies::tsp_expected(&d);
+    Run {
+        secs: search(&d, best).as_secs_f64(),
+        check: best,
+    }
+}
+
 fn piped(t: Duration, messages: u64) -> Run {
     Run {
         secs: t.as_secs_f64(),
@@ -75,22 +85,14 @@ pub(super) fn rows() -> Vec<Row> {
         "TSP, bound in a Mutex",
         "rayon+std Mutex",
         |e| {
-            let d = bodies::tsp_instance(e.sizes.tsp_cities);
-            let best = bodies::tsp_expected(&d);
-            let t = bodies::tsp_green::<footprint::sync::Mutex<u64>>(e.rt, &d, best);
-            Run {
-                secs: t.as_secs_f64(),
-                check: best,
-            }
+            tsp(e, |d, best| {
+                bodies::tsp_green::<footprint::sync::Mutex<u64>>(e.rt, d, best)
+            })
         },
         |e| {
-            let d = bodies::tsp_instance(e.sizes.tsp_cities);
-            let best = bodies::tsp_expected(&d);
-            let t = bodies::tsp_rayon::<std::sync::Mutex<u64>>(e.pool, &d, best);
-            Run {
-                secs: t.as_secs_f64(),
-                check: best,
-            }
+            tsp(e, |d, best| {
+                bodies::tsp_rayon::<std::sync::Mutex<u64>>(e.pool, d, best)
+            })
         },
     ));
     for (per, label) in [(1, "1 thread/worker"), (3, "3 threads/worker")] {

@@ -2,6 +2,7 @@
 //! compared with: with fewer workers than CPUs (`--workers 1` on a 2-CPU machine), OS threads
 //! and rayon threads left to the OS would use CPUs the runtime does not have.
 
+pub use footprint_workloads::scaling::cpus::on_cpus;
 use footprint_workloads::scaling::cpus::restrict_current;
 
 use crate::experiments::all_cpus;
@@ -20,22 +21,6 @@ pub fn peer_cpus(rt: &footprint::Runtime) -> Vec<usize> {
     } else {
         cpus
     }
-}
-
-/// Runs `f` on an OS thread restricted to `cpus`, so that the OS threads `f` starts inherit the
-/// restriction; on the calling thread when `cpus` is empty.
-pub fn on_cpus<R: Send>(cpus: &[usize], f: impl FnOnce() -> R + Send) -> R {
-    if cpus.is_empty() {
-        return f();
-    }
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            restrict_current(cpus);
-            f()
-        })
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
 }
 
 /// A rayon pool of `threads` threads, each restricted to `cpus` (unrestricted when empty).
