@@ -10,7 +10,7 @@
 
 use super::cpus::on_cpus;
 use super::{row, Env, Row, Run};
-use crate::many_core::{self as bodies};
+use crate::many_core as bodies;
 use std::time::Duration;
 
 /// Threads through the hot lock: `per` per worker, the suite's lock operations shared among them.
@@ -45,6 +45,7 @@ fn tsp(e: &Env, search: impl FnOnce(&[Vec<u64>], u64) -> Duration) -> Run {
     }
 }
 
+/// A pipeline run of `messages` that took `t` (the body checked the sum).
 fn piped(t: Duration, messages: u64) -> Run {
     Run {
         secs: t.as_secs_f64(),
