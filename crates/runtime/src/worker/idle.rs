@@ -46,6 +46,7 @@ impl WorkerLocal {
         if !self.idle.set_searching(true) {
             shared.sleepers().start_searching();
         }
+        self.idle.take_left_young();
         // With more workers than CPUs a worker that waits for a CPU may hold the work this one
         // looks for: between two polls this one gives its CPU away instead of pausing on it.
         let crowded = shared.workers().len() > footprint_locks::os::cpus();
@@ -71,6 +72,14 @@ impl WorkerLocal {
                 for _ in 0..IdleState::wait_after(round) {
                     std::hint::spin_loop();
                 }
+            }
+        }
+        // A look left a thread in its grace on a busy worker (`inbox.rs`): one more look once
+        // the grace is over, before sleeping.
+        if self.idle.take_left_young() {
+            if let Some(j) = self.steal_after_grace() {
+                self.found_while_searching();
+                return Idle::Found(j);
             }
         }
         self.stop_searching_idle();
@@ -124,17 +133,22 @@ impl WorkerLocal {
     }
 
     /// The search a worker makes after it counted itself sleeping: [`steal`](Self::steal), and
-    /// where that left a thread in its grace on another worker (`inbox.rs`), one more look once
-    /// the grace is over. A thread woken onto a busy worker is runnable by that worker only once
-    /// its running thread gives the worker up, which may be long after the wake-up; the
-    /// publisher's wake-up went to this worker while it still searched, so nobody else would
-    /// take it.
+    /// where that left a thread in its grace on another worker, one more look once the grace is
+    /// over. A thread woken onto a busy worker is runnable by that worker only once its running
+    /// thread gives the worker up, which may be long after the wake-up; the publisher's
+    /// wake-up went to this worker while it still searched, so nobody else would take it.
     fn last_search(&self) -> Option<Job> {
         self.idle.take_left_young();
         let found = self.steal();
-        if found.is_some() || !self.idle.take_left_young() {
-            return found;
+        if found.is_none() && self.idle.take_left_young() {
+            return self.steal_after_grace();
         }
+        found
+    }
+
+    /// Waits out a thread's grace (`inbox.rs`), then steals.
+    #[cold]
+    fn steal_after_grace(&self) -> Option<Job> {
         let until = clock::ticks().wrapping_add(crate::inbox::grace_ticks());
         while clock::ticks() < until {
             std::hint::spin_loop();
