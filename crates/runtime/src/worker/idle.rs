@@ -75,7 +75,8 @@ impl WorkerLocal {
             }
         }
         // A look left a thread in its grace on a busy worker (`inbox.rs`): one more look once
-        // the grace is over, before sleeping.
+        // the grace is over, while still searching (taking it here spares the sleep's heavy
+        // barrier; `last_search` looks again for a thread that arrives after this).
         if self.idle.take_left_young() {
             if let Some(j) = self.steal_after_grace() {
                 self.found_while_searching();
